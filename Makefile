@@ -1,0 +1,94 @@
+# herald — build, test, run, bench. `make help` lists the targets.
+#
+# Dependencies are Debian packages found with pkg-config; `make deps` (run by
+# `make test` and `make run`) installs any that are missing.
+
+CC      ?= cc
+BUILD   ?= build
+PKGS    := rocksdb hiredis libmicrohttpd jansson libcrypto libxxhash
+WARN    := -Wall -Wextra -Wstrict-prototypes -Wshadow -Wno-unused-parameter
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE $(WARN) -Isrc -MMD -MP
+ifeq ($(WERROR),1)
+CFLAGS  += -Werror
+endif
+DEP_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+DEP_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+
+LIB_SRC  := $(sort $(wildcard src/common/*.c src/store/*.c src/http/*.c src/core/*.c src/api/*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
+
+# Unit tests and the server the end-to-end tests run are built with
+# AddressSanitizer and UndefinedBehaviorSanitizer, in their own tree.
+SAN      := $(BUILD)/san
+SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+SAN_OBJ  := $(LIB_SRC:%.c=$(SAN)/%.o)
+UNIT_OBJ := $(UNIT_SRC:%.c=$(SAN)/%.o)
+
+PYTHON ?= /usr/bin/python3
+
+.PHONY: all deps run test unit e2e bench clean help format
+
+all: $(BUILD)/herald
+
+help:
+	@echo "make            build build/herald"
+	@echo "make run        install what is missing, build, serve on 127.0.0.1:8080 (rocksdb:./data)"
+	@echo "make test       install what is missing, build, run unit + end-to-end tests on RocksDB and Redis Cluster"
+	@echo "make bench      benchmarks (see BENCHMARKS.md)"
+	@echo "make deps       install the Debian packages herald needs"
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DEP_CFLAGS) -c $< -o $@
+
+# The code below main.c is an archive, so that a test binary links only the
+# modules it uses.
+$(BUILD)/libherald.a: $(LIB_OBJ)
+	ar rcs $@ $^
+
+$(BUILD)/herald: $(BUILD)/src/main.o $(BUILD)/libherald.a
+	$(CC) $(CFLAGS) -o $@ $^ $(DEP_LIBS)
+
+$(SAN)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -O2,$(CFLAGS)) $(SANFLAGS) $(DEP_CFLAGS) -c $< -o $@
+
+$(SAN)/libherald.a: $(SAN_OBJ)
+	ar rcs $@ $^
+
+$(SAN)/herald: $(SAN)/src/main.o $(SAN)/libherald.a
+	$(CC) $(SANFLAGS) -o $@ $^ $(DEP_LIBS)
+
+$(SAN)/unit: $(UNIT_OBJ) $(SAN)/libherald.a
+	$(CC) $(SANFLAGS) -o $@ $^ $(DEP_LIBS) -lcriterion
+
+run: deps
+	@$(MAKE) --no-print-directory $(BUILD)/herald
+	$(BUILD)/herald serve $(ARGS)
+
+# Unit tests need a Redis Cluster for the store conformance suite; the
+# end-to-end tests start the server once per backend. scripts/test.sh starts
+# a throwaway 3-master cluster on loopback ports and stops it afterwards.
+test: deps
+	@$(MAKE) --no-print-directory $(BUILD)/herald $(SAN)/herald $(SAN)/unit
+	@scripts/test.sh
+
+unit: $(SAN)/unit
+	$(SAN)/unit
+
+bench: deps
+	@$(MAKE) --no-print-directory $(BUILD)/herald
+	@bench/run.sh
+
+format:
+	clang-format -i $$(find src tests -name '*.[ch]')
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

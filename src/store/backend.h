@@ -1,0 +1,73 @@
+/* backend.h — what a storage backend implements, and the batch as backends
+ * see it. Included only by the backends in src/store/; nothing above store/ sees it.
+ *
+ * A backend is a table of function pointers (SQLite's sqlite3_vfs, redis'
+ * connection.h). Its store struct embeds hr_store as its first member so that
+ * the dispatcher can find the table:
+ *
+ *     typedef struct { hr_store super; rocksdb_t *db; ... } rocks_store;
+ */
+#ifndef HR_STORE_BACKEND_H
+#define HR_STORE_BACKEND_H
+
+#include "common/arena.h"
+#include "store/store.h"
+
+typedef struct hr_store_backend {
+    const char *kind;            /* "rocksdb", "redis" */
+    const char *uri_prefix;      /* "rocksdb:", "redis://" */
+    /* uri is the whole URI, prefix included. */
+    int (*open)(const char *uri, const hr_store_options *opts, hr_store **out, hr_err *err);
+    void (*close)(hr_store *s);
+    int (*ping)(hr_store *s, hr_err *err);
+    /* Run b; see hr_store_exec. Must set every op's result.rc. */
+    int (*exec)(hr_store *s, hr_batch *b, unsigned flags, hr_err *err);
+} hr_store_backend;
+
+struct hr_store {
+    const hr_store_backend *backend;
+};
+
+extern const hr_store_backend hr_rocks_backend;
+extern const hr_store_backend hr_redis_backend;
+
+/* One operation. Which fields are meaningful depends on type. All slices
+ * point into the batch's arena. */
+typedef struct hr_op {
+    hr_op_type type;
+    hr_slice key;
+    hr_slice member;        /* ZADD ZREM ZSCORE DADD; QCLAIM consumer; QACK id */
+    hr_slice value;         /* PUT; QPUSH payload */
+    int64_t expire_at_ms;   /* PUT EXPIRE PSET_ADD */
+    int64_t delta;          /* INCR */
+    double score;           /* ZADD */
+    double min, max;        /* ZREMRANGE_SCORE */
+    size_t keep;            /* ZTRIM */
+    bool keep_highest;      /* ZTRIM */
+    hr_zrange_spec range;   /* ZRANGE (cursor_member points into the arena) */
+    hr_distinct_params distinct; /* DADD DCOUNT */
+    uint64_t u64;           /* PSET_ADD member */
+    const uint64_t *u64s;   /* PSET_TEST members */
+    size_t n_u64s;
+    size_t claim_max;       /* QCLAIM */
+    int64_t lease_ms;       /* QCLAIM */
+    hr_result result;
+} hr_op;
+
+struct hr_batch {
+    hr_op *ops;
+    size_t len, cap;
+    bool executed;
+    /* Keys, values and results: freed with the batch. Backends allocate the
+     * memory of their results (values, entries) here too. */
+    hr_arena arena;
+};
+
+/* True for the op types that change the store. */
+bool hr_op_is_write(hr_op_type t);
+
+/* The part of key Redis Cluster hashes: the hash tag if it has one, else the
+ * whole key. */
+hr_slice hr_key_hash_part(hr_slice key);
+
+#endif

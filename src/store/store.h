@@ -1,0 +1,298 @@
+/* store.h — herald's storage interface: data-structure primitives in batches.
+ *
+ * Everything above src/store/ talks to storage only through this file. The
+ * primitives are modelled on Redis data types, so that the Redis Cluster
+ * backend is a thin mapping and the RocksDB backend follows Kvrocks'
+ * well-known encodings:
+ *
+ *   values            get / put (optional expiry) / del            hr_get, hr_put, hr_del
+ *   counters          add and read a 64-bit integer                 hr_incr, hr_counter_get
+ *   sorted sets       (score, member) order, ranges with cursors   hr_zadd ... hr_zrange
+ *   distinct counts   exact set with per-member expiry up to a     hr_dadd, hr_dcount
+ *                     limit, then HyperLogLog sketches in time
+ *                     buckets
+ *   key expiry        any key                                      hr_expire
+ *   packed u64 sets   declared for the social-reading work         (not yet)
+ *   durable queue     declared for the fan-out work                (not yet)
+ *
+ * THE BATCH IS THE ONLY WAY IN. A caller builds an hr_batch of operations
+ * (each builder returns the op's index), runs it with hr_store_exec, then
+ * reads each op's hr_result. One batch costs O(1) round trips: RocksDB groups
+ * its reads into MultiGet and its writes into one WriteBatch; Redis Cluster
+ * sends one pipeline per node. A "multi-get" is simply many hr_get in one
+ * batch.
+ *
+ * Order: ops apply in the order they were added, and each op sees the effects
+ * of the ops before it in the same batch (a read after a write of the same key
+ * reads the write). Reads are not isolated from concurrent writers unless the
+ * op says so.
+ *
+ * Atomicity: with HR_EXEC_ATOMIC either all writes of the batch apply or none,
+ * and concurrent batches see all or none of them. RocksDB gives this for any
+ * batch; Redis Cluster only within one hash slot, so an atomic batch must keep
+ * all its keys under one hash tag (see below) or hr_store_exec fails with
+ * HR_EINVAL before anything is written. Without the flag, a failed batch may
+ * have applied some of its writes (each op's rc says which ran).
+ *
+ * Single-op atomicity: every op is atomic on its own against concurrent
+ * batches, including the read-modify-write ones (hr_incr, hr_zadd's is-new,
+ * hr_dadd's count): concurrent hr_dadd of the same member never counts it
+ * twice (RocksDB: striped locks in-process; Redis: a Lua script).
+ *
+ * Keys are binary-safe, 1..HR_KEY_MAX bytes. A key that must live in the same
+ * Redis Cluster slot as others carries a hash tag: the bytes between the first
+ * '{' and the next '}' (when non-empty) are what is hashed, exactly as Redis
+ * Cluster does, e.g. "{c:default:obj1}:set". RocksDB ignores tags.
+ *
+ * A key holds one type at a time. An op of another type on it fails with
+ * HR_EWRONGTYPE (in its own rc). hr_del and hr_expire work on every type.
+ *
+ * Thread safety: hr_store_exec may be called from many threads at once on one
+ * hr_store. A batch belongs to one thread at a time.
+ */
+#ifndef HR_STORE_H
+#define HR_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/slice.h"
+
+#define HR_KEY_MAX 1024u             /* bytes */
+#define HR_VALUE_MAX (64u << 20)     /* bytes */
+
+typedef struct hr_store hr_store;
+typedef struct hr_batch hr_batch;
+
+/* ------------------------------------------------------------------------ */
+/* Opening and closing                                                       */
+
+typedef struct hr_store_options {
+    /* RocksDB: fsync the WAL before a write is acknowledged (group commit).
+     * Without it a write survives kill -9 of the server (it is in the WAL in
+     * the OS page cache) but not a power loss. Redis: ignored (the cluster's
+     * own appendfsync decides). */
+    bool sync;
+    /* RocksDB block cache in bytes; 0 means the default (256 MiB). */
+    size_t cache_bytes;
+    /* Redis: per-command timeout in milliseconds; 0 means 2000. */
+    int timeout_ms;
+} hr_store_options;
+
+/* Open a store from a URI:
+ *   rocksdb:PATH                    embedded RocksDB in directory PATH (created
+ *                                   if missing)
+ *   redis://HOST:PORT[,HOST:PORT]   a Redis Cluster, any of whose nodes are
+ *                                   given as seeds; the slot map is learnt from
+ *                                   CLUSTER SLOTS
+ * opts may be NULL (defaults). On success *out is the store, which the caller
+ * owns and releases with hr_store_close. On failure returns HR_EINVAL (bad
+ * URI), HR_EIO or HR_EUNAVAIL with err filled, and *out is NULL. */
+int hr_store_open(const char *uri, const hr_store_options *opts, hr_store **out, hr_err *err);
+
+/* Flush and close. NULL is a no-op. No hr_store_exec may be running. */
+void hr_store_close(hr_store *s);
+
+/* "rocksdb" or "redis". */
+const char *hr_store_kind(const hr_store *s);
+
+/* 0 when the store answers (RocksDB: always once open; Redis: every master
+ * answers PING), else HR_EUNAVAIL with err filled. */
+int hr_store_ping(hr_store *s, hr_err *err);
+
+/* Flags for hr_store_exec. */
+enum {
+    HR_EXEC_ATOMIC = 1 << 0, /* all writes or none (see above) */
+};
+
+/* Run every op of the batch. Returns 0 when the batch ran (each op's own rc
+ * may still be HR_ENOTFOUND or HR_EWRONGTYPE, which are answers, not store
+ * failures), or a store failure (HR_EIO, HR_EUNAVAIL, HR_EINVAL for a batch
+ * the backend cannot run) with err filled. A batch can be executed once; to
+ * reuse its memory call hr_batch_reset. */
+int hr_store_exec(hr_store *s, hr_batch *b, unsigned flags, hr_err *err);
+
+/* Totals of ops executed since start, by op type, for /metrics. */
+typedef enum {
+#define HR_OP_TYPES(X)                                                             \
+    X(GET, "get") X(PUT, "put") X(DEL, "del") X(EXPIRE, "expire") X(INCR, "incr")  \
+    X(COUNTER_GET, "counter_get") X(ZADD, "zadd") X(ZREM, "zrem")                   \
+    X(ZSCORE, "zscore") X(ZCARD, "zcard") X(ZRANGE, "zrange")                       \
+    X(ZREMRANGE_SCORE, "zremrange_score") X(ZTRIM, "ztrim") X(DADD, "dadd")         \
+    X(DCOUNT, "dcount") X(PSET_ADD, "pset_add") X(PSET_TEST, "pset_test")           \
+    X(QPUSH, "qpush") X(QCLAIM, "qclaim") X(QACK, "qack")
+#define HR_OP_ENUM_(name, label) HR_OP_##name,
+    HR_OP_TYPES(HR_OP_ENUM_)
+#undef HR_OP_ENUM_
+    HR_OP_COUNT_
+} hr_op_type;
+
+const char *hr_op_label(hr_op_type t);
+/* Ops of type t executed by this process since start (all stores). */
+uint64_t hr_store_ops_total(hr_op_type t);
+/* Batches executed, and batches that failed with a store error. */
+uint64_t hr_store_batches_total(void);
+uint64_t hr_store_batch_errors_total(void);
+
+/* ------------------------------------------------------------------------ */
+/* Batches                                                                   */
+
+/* A new, empty batch. Never NULL. */
+hr_batch *hr_batch_new(void);
+/* Free the batch, its copies of keys and values, and its results. NULL is a
+ * no-op. */
+void hr_batch_free(hr_batch *b);
+/* Empty the batch for reuse (keeps memory). Results read before are invalid. */
+void hr_batch_reset(hr_batch *b);
+/* Number of ops added. */
+size_t hr_batch_len(const hr_batch *b);
+
+/* An entry of a sorted set. */
+typedef struct hr_zentry {
+    double score;
+    hr_slice member;
+} hr_zentry;
+
+/* What an op answered, valid after hr_store_exec and until the batch is
+ * reset or freed (slices point into the batch's memory). */
+typedef struct hr_result {
+    /* HR_OK; HR_ENOTFOUND for hr_get / hr_zscore of a missing key or member
+     * (hr_counter_get, hr_zcard, hr_zrange and hr_dcount answer 0 / empty
+     * instead); HR_EWRONGTYPE; or the store failure that stopped the batch. */
+    int rc;
+    /* hr_get: the value. */
+    hr_slice value;
+    /* hr_incr, hr_counter_get: the counter's value.
+     * hr_zadd: 1 if the member was new, 0 if its score was updated.
+     * hr_zrem: 1 if removed, 0 if absent. hr_del: 1 if a key was deleted.
+     * hr_zremrange_score, hr_ztrim: members removed.
+     * hr_zcard: members. hr_dadd, hr_dcount: distinct members counted.
+     * hr_expire: 1 if the key exists (and got the expiry), else 0. */
+    int64_t num;
+    /* hr_zscore: the member's score. */
+    double score;
+    /* hr_zrange: the entries in the order asked for. */
+    hr_zentry *entries;
+    size_t n_entries;
+    /* hr_zrange: true when more entries lie past the last one returned. */
+    bool more;
+} hr_result;
+
+/* The result of op i (an index returned by a builder below). */
+const hr_result *hr_batch_result(const hr_batch *b, size_t i);
+
+/* Every builder copies the slices it is given into the batch: the caller's
+ * buffers may be reused at once. Each returns the index of the new op. */
+
+/* Values ---------------------------------------------------------------- */
+
+/* Read a value; rc HR_ENOTFOUND when missing or expired. */
+size_t hr_get(hr_batch *b, hr_slice key);
+/* Write a value, replacing whatever key held (of any type). expire_at_ms is
+ * the wall-clock time (ms since epoch) after which reads treat the key as
+ * missing; 0 means never. */
+size_t hr_put(hr_batch *b, hr_slice key, hr_slice value, int64_t expire_at_ms);
+/* Delete a key of any type (a whole sorted set or distinct counter in O(1)
+ * for the caller). */
+size_t hr_del(hr_batch *b, hr_slice key);
+/* Set (or with 0, remove) the expiry of an existing key of any type. */
+size_t hr_expire(hr_batch *b, hr_slice key, int64_t expire_at_ms);
+
+/* Counters -------------------------------------------------------------- */
+
+/* Add delta to a 64-bit counter (missing counts as 0); result num is the new
+ * value. */
+size_t hr_incr(hr_batch *b, hr_slice key, int64_t delta);
+/* Read a counter; num is 0 when missing. */
+size_t hr_counter_get(hr_batch *b, hr_slice key);
+
+/* Sorted sets ----------------------------------------------------------- */
+/* Members are ordered by (score, member bytes). Scores are finite doubles;
+ * integers up to 2^53 (such as millisecond times) are exact. An empty sorted
+ * set does not exist (hr_zrem of the last member deletes the key). */
+
+/* Add a member or update its score; num 1 if new. */
+size_t hr_zadd(hr_batch *b, hr_slice key, double score, hr_slice member);
+/* Remove a member; num 1 if it was there. */
+size_t hr_zrem(hr_batch *b, hr_slice key, hr_slice member);
+/* A member's score; rc HR_ENOTFOUND if absent. */
+size_t hr_zscore(hr_batch *b, hr_slice key, hr_slice member);
+/* Number of members (0 if the key is missing). */
+size_t hr_zcard(hr_batch *b, hr_slice key);
+
+/* A range read: entries in [min, max] by score, in ascending (score, member)
+ * order, or descending with `reverse`, starting strictly after the cursor if
+ * one is given, skipping `offset` entries, returning at most `limit`. */
+typedef struct hr_zrange_spec {
+    bool reverse;
+    double min, max;          /* inclusive score bounds; use -INFINITY / INFINITY */
+    bool has_cursor;          /* start strictly after (cursor_score, cursor_member) */
+    double cursor_score;      /* in the direction of the read */
+    hr_slice cursor_member;
+    size_t offset;
+    size_t limit;             /* 1..10000 */
+} hr_zrange_spec;
+
+/* A spec for the whole set in the given direction, with a limit. */
+hr_zrange_spec hr_zrange_all(bool reverse, size_t limit);
+
+size_t hr_zrange(hr_batch *b, hr_slice key, const hr_zrange_spec *spec);
+/* Remove every member with min <= score <= max; num is how many. */
+size_t hr_zremrange_score(hr_batch *b, hr_slice key, double min, double max);
+/* Keep only the `keep` highest (keep_highest) or lowest members by (score,
+ * member); num is how many were removed. */
+size_t hr_ztrim(hr_batch *b, hr_slice key, size_t keep, bool keep_highest);
+
+/* Distinct counts --------------------------------------------------------- */
+/* A distinct counter counts the members added within the last ttl_ms: a
+ * member counts while now_ms < (time of its last hr_dadd) + ttl_ms.
+ *
+ * It is exact while it holds at most exact_limit live members. The add that
+ * would make it exceed exact_limit converts it to sketch mode: every live
+ * member is folded into HyperLogLog sketches (14-bit precision, 16384
+ * registers, standard error 0.81 %), one per time bucket of width
+ * W = max(1000, ttl_ms / 16) ms chosen at conversion and kept with the
+ * counter; a member goes into the bucket of its last add time. In sketch
+ * mode an add goes into the bucket of now_ms, and the count estimates the
+ * union of the buckets still alive (bucket [i*W, (i+1)*W) is alive while
+ * now_ms < (i+1)*W + ttl_ms), so the TTL keeps applying to the estimate,
+ * with at most W of extra life. A counter never returns from sketch mode.
+ * The whole counter expires when nothing in it is alive.
+ *
+ * The hash of a member for the sketch: RocksDB uses XXH3-64 of the member
+ * bytes (common/hll.h); Redis uses its own PFADD. Estimates therefore differ
+ * slightly between backends, never by more than the standard error. */
+typedef struct hr_distinct_params {
+    int64_t now_ms;      /* the clock of the request, so a batch is consistent */
+    int64_t ttl_ms;      /* >= 1 */
+    int64_t exact_limit; /* >= 1 */
+} hr_distinct_params;
+
+/* Add member (refreshing its time); num is the count after the add. */
+size_t hr_dadd(hr_batch *b, hr_slice key, hr_slice member, const hr_distinct_params *p);
+/* The count now; 0 if the key is missing. exact_limit is ignored. */
+size_t hr_dcount(hr_batch *b, hr_slice key, const hr_distinct_params *p);
+
+/* Designed now, implemented with the work that needs them -------------- */
+/* Until a backend implements these, hr_store_exec refuses a batch that holds
+ * one with HR_ENOTSUP before running anything. */
+
+/* Packed sets of 64-bit members (a user's reads as URL hashes), tested
+ * against many members at once (social reading, issue 4). */
+size_t hr_pset_add(hr_batch *b, hr_slice key, uint64_t member, int64_t expire_at_ms);
+/* num: how many of members[0..n) are in the set; entries: those members, as
+ * 8-byte big-endian slices, in the order given. */
+size_t hr_pset_test(hr_batch *b, hr_slice key, const uint64_t *members, size_t n);
+
+/* A durable work queue (fan-out, issue 3): RocksDB a column family, Redis a
+ * stream with a consumer group. qpush: value is the job id. qclaim: up to
+ * `max` jobs not acknowledged and not leased in the last lease_ms, as entries
+ * (member = job id, value in the entry's member after the id is not used:
+ * jobs come back as id/payload pairs, entries[2k] and entries[2k+1]). */
+size_t hr_qpush(hr_batch *b, hr_slice queue, hr_slice payload);
+size_t hr_qclaim(hr_batch *b, hr_slice queue, hr_slice consumer, size_t max, int64_t lease_ms);
+size_t hr_qack(hr_batch *b, hr_slice queue, hr_slice job_id);
+
+#endif
