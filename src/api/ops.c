@@ -1,0 +1,34 @@
+/* ops.c — operations endpoints: /healthz for load balancers and /metrics in
+ * Prometheus text format (HTTP metrics from the transport, store operation
+ * totals from the store dispatcher). */
+#include "api/api.h"
+#include "common/buf.h"
+
+void hr_api_healthz(hr_request *req) {
+    hr_app *app = hr_req_app(req);
+    hr_err err = {0};
+    int rc = hr_store_ping(app->store, &err);
+    if (rc != HR_OK) return hr_reply_error(req, HR_EUNAVAIL, &err);
+    hr_reply_json(req, 200, json_pack("{s:s,s:s}", "status", "ok", "store", hr_store_kind(app->store)));
+}
+
+void hr_api_metrics(hr_request *req) {
+    hr_buf out = HR_BUF_INIT;
+    hr_http_metrics_render(hr_req_server(req), &out);
+    hr_buf_append_str(&out, "# HELP herald_store_ops_total Store operations executed, by type.\n"
+                            "# TYPE herald_store_ops_total counter\n");
+    for (int t = 0; t < HR_OP_COUNT_; t++)
+        hr_buf_printf(&out, "herald_store_ops_total{op=\"%s\"} %llu\n", hr_op_label((hr_op_type)t),
+                      (unsigned long long)hr_store_ops_total((hr_op_type)t));
+    hr_buf_printf(&out,
+                  "# HELP herald_store_batches_total Store batches (round trips) executed.\n"
+                  "# TYPE herald_store_batches_total counter\n"
+                  "herald_store_batches_total %llu\n"
+                  "# HELP herald_store_batch_errors_total Store batches that failed.\n"
+                  "# TYPE herald_store_batch_errors_total counter\n"
+                  "herald_store_batch_errors_total %llu\n",
+                  (unsigned long long)hr_store_batches_total(),
+                  (unsigned long long)hr_store_batch_errors_total());
+    hr_reply_text(req, 200, hr_buf_slice(&out));
+    hr_buf_free(&out);
+}

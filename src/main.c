@@ -1,0 +1,283 @@
+/* main.c — the herald program: parses the command line and wires the parts
+ * together (store -> core -> api routes -> http server). Nothing else lives
+ * here.
+ *
+ *   herald serve [options]                 run the server
+ *   herald token USER --secret-file FILE   print a user token
+ *   herald --help | --version
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "common/buf.h"
+#include "common/log.h"
+#include "core/auth.h"
+#include "core/config.h"
+#include "core/counters.h"
+#include "http/http.h"
+#include "store/store.h"
+
+#define HERALD_VERSION "0.1.0"
+
+/* Exit statuses: 0 ok, 1 runtime failure, 2 bad usage or configuration. */
+enum { EXIT_USAGE = 2 };
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "herald %s — unique counters, activity feeds and social reading over HTTP/JSON\n"
+            "\n"
+            "usage:\n"
+            "  herald serve [--listen HOST:PORT] [--store URI] [--secret-file FILE]\n"
+            "               [--threads N] [--sync] [--set NAME=VALUE]... [--config FILE]\n"
+            "  herald token USER --secret-file FILE   print a token that may act as USER\n"
+            "  herald --help | --version\n"
+            "\n"
+            "serve options (each is also a setting: --listen X is --set listen=X):\n"
+            "  --listen HOST:PORT   where to serve HTTP (default 127.0.0.1:8080)\n"
+            "  --store URI          rocksdb:PATH (default rocksdb:./data) or\n"
+            "                       redis://HOST:PORT[,HOST:PORT...] (a Redis Cluster)\n"
+            "  --secret-file FILE   the admin key; user tokens are HMACs under it. Without it\n"
+            "                       every caller is the admin, so herald listens on loopback only\n"
+            "  --threads N          HTTP I/O threads (default: one per core)\n"
+            "  --sync               fsync the RocksDB WAL before acknowledging a write\n"
+            "  --set NAME=VALUE     any setting below\n"
+            "  --config FILE        settings as lines of NAME = VALUE ('#' starts a comment);\n"
+            "                       read first, so flags given on the command line win\n"
+            "\n"
+            "settings (durations take ms, s, m, h, d; sizes take k, m, g):\n",
+            HERALD_VERSION);
+    hr_config_print_help(f);
+    fprintf(f, "\n`serve` prints one line containing \"ready\" when it takes requests, and exits\n"
+               "cleanly on SIGTERM or SIGINT after finishing the requests in flight.\n");
+}
+
+/* ---- serve ---------------------------------------------------------------- */
+
+/* Split "HOST:PORT" or "[V6]:PORT" into host and port. */
+static int split_listen(const char *listen, char *host, size_t host_cap, uint16_t *port, hr_err *err) {
+    const char *colon = strrchr(listen, ':');
+    if (colon == NULL) return hr_err_set(err, HR_EINVAL, "--listen takes HOST:PORT, got '%s'", listen);
+    const char *h = listen;
+    size_t hlen = (size_t)(colon - listen);
+    if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') h++, hlen -= 2;
+    uint64_t p;
+    if (hlen == 0 || hlen >= host_cap || hr_parse_uint(colon + 1, &p) != HR_OK || p > 65535)
+        return hr_err_set(err, HR_EINVAL, "--listen takes HOST:PORT with a port 0..65535, got '%s'", listen);
+    memcpy(host, h, hlen);
+    host[hlen] = '\0';
+    *port = (uint16_t)p;
+    return HR_OK;
+}
+
+static bool is_loopback(const char *host) {
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 || strcmp(host, "localhost") == 0;
+}
+
+/* The transport's credential check: the admin key or a user token. */
+static int authenticate(void *ctx, hr_slice credential, hr_principal *out) {
+    hr_auth_result r;
+    if (hr_auth_check(ctx, credential, &r) != HR_OK) return HR_EUNAUTH;
+    memset(out, 0, sizeof *out);
+    out->admin = r.admin;
+    if (!r.admin) {
+        if (!hr_ident_valid(r.user)) return HR_EUNAUTH;
+        memcpy(out->user, r.user.ptr, r.user.len);
+    }
+    return HR_OK;
+}
+
+/* Apply the command line to cfg: --config files first, then every other flag
+ * in order. Returns 0, or EXIT_USAGE after printing why. */
+static int parse_serve_args(int argc, char **argv, hr_config *cfg) {
+    hr_err err = {0};
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--config") != 0) continue;
+        if (i + 1 >= argc) return fprintf(stderr, "herald: --config needs a FILE\n"), EXIT_USAGE;
+        if (hr_config_load_file(cfg, argv[++i], &err) != HR_OK)
+            return fprintf(stderr, "herald: %s\n", err.msg), EXIT_USAGE;
+    }
+    static const struct { const char *flag, *setting; } valued[] = {
+        {"--listen", "listen"}, {"--store", "store"}, {"--secret-file", "secret_file"},
+        {"--threads", "threads"}, {"--log-level", "log_level"},
+    };
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int rc = HR_OK;
+        if (strcmp(a, "--config") == 0) {
+            i++;
+            continue;
+        }
+        if (strcmp(a, "--sync") == 0) {
+            rc = hr_config_set(cfg, "sync", "true", &err);
+        } else if (strcmp(a, "--set") == 0) {
+            if (i + 1 >= argc) return fprintf(stderr, "herald: --set needs NAME=VALUE\n"), EXIT_USAGE;
+            rc = hr_config_set_pair(cfg, argv[++i], &err);
+        } else {
+            const char *setting = NULL;
+            for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+                if (strcmp(a, valued[k].flag) == 0) setting = valued[k].setting;
+            if (setting == NULL)
+                return fprintf(stderr, "herald serve: unknown option '%s' (see herald --help)\n", a), EXIT_USAGE;
+            if (i + 1 >= argc) return fprintf(stderr, "herald: %s needs a value\n", a), EXIT_USAGE;
+            rc = hr_config_set(cfg, setting, argv[++i], &err);
+        }
+        if (rc != HR_OK) return fprintf(stderr, "herald: %s\n", err.msg), EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int serve(int argc, char **argv) {
+    hr_config cfg;
+    hr_config_init(&cfg);
+    int status = parse_serve_args(argc, argv, &cfg);
+    hr_err err = {0};
+    char host[256];
+    uint16_t port = 0;
+    hr_auth *auth = NULL;
+    hr_store *store = NULL;
+    hr_counters *counters = NULL;
+    hr_http_server *server = NULL;
+    if (status != 0) goto done;
+
+    hr_log_level level;
+    if (hr_log_parse_level(cfg.log_level, &level) != 0) {
+        fprintf(stderr, "herald: log_level must be debug, info, warn or error\n");
+        status = EXIT_USAGE;
+        goto done;
+    }
+    hr_log_set_level(level);
+    if (split_listen(cfg.listen, host, sizeof host, &port, &err) != HR_OK) {
+        fprintf(stderr, "herald: %s\n", err.msg);
+        status = EXIT_USAGE;
+        goto done;
+    }
+    if (cfg.secret_file[0] != '\0') {
+        if (hr_auth_from_file(cfg.secret_file, &auth, &err) != HR_OK) {
+            fprintf(stderr, "herald: %s\n", err.msg);
+            status = EXIT_USAGE;
+            goto done;
+        }
+    } else if (!is_loopback(host)) {
+        /* Protected mode: without a secret every caller is the admin. */
+        fprintf(stderr,
+                "herald: refusing to listen on %s without a secret: with no --secret-file every\n"
+                "caller acts as the admin. Give --secret-file FILE, or listen on 127.0.0.1.\n",
+                cfg.listen);
+        status = EXIT_USAGE;
+        goto done;
+    }
+
+    /* SIGINT and SIGTERM are taken by sigwait below; block them before any
+     * thread starts so that every thread inherits the mask. A client that
+     * hangs up must not kill the server. */
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    hr_store_options sopts = {.sync = cfg.sync, .timeout_ms = (int)cfg.store_timeout};
+    if (hr_store_open(cfg.store, &sopts, &store, &err) != HR_OK) {
+        fprintf(stderr, "herald: cannot open store %s: %s\n", cfg.store, err.msg);
+        status = 1;
+        goto done;
+    }
+    if (cfg.counter_ttl < 1 || cfg.counter_exact_limit < 1 || cfg.counter_exact_limit > HR_EXACT_LIMIT_MAX) {
+        fprintf(stderr, "herald: counter_ttl must be at least 1ms and counter_exact_limit 1..%d\n",
+                HR_EXACT_LIMIT_MAX);
+        status = EXIT_USAGE;
+        goto done;
+    }
+    hr_counter_settings defaults = {cfg.counter_ttl, (int64_t)cfg.counter_exact_limit};
+    counters = hr_counters_new(store, defaults);
+    hr_app app = {store, counters, &cfg};
+
+    hr_http_config hcfg = {0};
+    hcfg.host = host;
+    hcfg.port = port;
+    hcfg.threads = (unsigned)cfg.threads;
+    hcfg.body_max = cfg.body_max;
+    hcfg.timeout_s = (unsigned)((cfg.timeout + 999) / 1000);
+    hcfg.max_connections = (unsigned)cfg.max_connections;
+    hcfg.routes = hr_api_routes(&hcfg.n_routes);
+    hcfg.app = &app;
+    if (auth) {
+        hcfg.authenticate = authenticate;
+        hcfg.auth_ctx = auth;
+    }
+    if (hr_http_start(&hcfg, &server, &err) != HR_OK) {
+        fprintf(stderr, "herald: cannot serve on %s: %s\n", cfg.listen, err.msg);
+        status = 1;
+        goto done;
+    }
+    bool v6 = strchr(host, ':') != NULL;
+    printf("herald ready: listening on http://%s%s%s:%u (store %s%s)\n", v6 ? "[" : "", host,
+           v6 ? "]" : "", (unsigned)hr_http_port(server), cfg.store,
+           auth ? ", tokens required" : ", no secret: loopback only");
+    fflush(stdout);
+
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    hr_info("%s received: finishing requests in flight", sig == SIGINT ? "SIGINT" : "SIGTERM");
+
+done:
+    hr_http_stop(server);
+    hr_counters_free(counters);
+    hr_store_close(store);
+    hr_auth_free(auth);
+    hr_config_free(&cfg);
+    if (server) hr_info("stopped");
+    return status;
+}
+
+/* ---- token ---------------------------------------------------------------- */
+
+static int token(int argc, char **argv) {
+    const char *user = NULL, *secret_file = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--secret-file") == 0 && i + 1 < argc) secret_file = argv[++i];
+        else if (argv[i][0] != '-' && user == NULL) user = argv[i];
+        else return fprintf(stderr, "herald token: unexpected '%s'\n", argv[i]), EXIT_USAGE;
+    }
+    if (user == NULL || secret_file == NULL)
+        return fprintf(stderr, "usage: herald token USER --secret-file FILE\n"), EXIT_USAGE;
+    if (!hr_ident_valid(hr_slice_str(user)))
+        return fprintf(stderr, "herald token: USER must be 1..%d characters of A-Z a-z 0-9 . _ : @ ~ -\n",
+                       HR_IDENT_MAX), EXIT_USAGE;
+    hr_auth *auth = NULL;
+    hr_err err = {0};
+    if (hr_auth_from_file(secret_file, &auth, &err) != HR_OK)
+        return fprintf(stderr, "herald token: %s\n", err.msg), EXIT_USAGE;
+    hr_buf out = HR_BUF_INIT;
+    hr_auth_token(auth, hr_slice_str(user), &out);
+    printf("%s\n", out.data);
+    hr_buf_free(&out);
+    hr_auth_free(auth);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("herald %s\n", HERALD_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "serve") == 0) return serve(argc - 2, argv + 2);
+    if (strcmp(cmd, "token") == 0) return token(argc - 2, argv + 2);
+    fprintf(stderr, "herald: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return EXIT_USAGE;
+}

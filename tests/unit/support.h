@@ -1,0 +1,22 @@
+/* support.h — shared helpers of the unit tests: opening a store of either
+ * kind for a test, and unique names so that tests sharing one Redis Cluster
+ * never see each other's keys. */
+#ifndef HR_TEST_SUPPORT_H
+#define HR_TEST_SUPPORT_H
+
+#include "store/store.h"
+
+typedef struct test_store {
+    hr_store *store;
+    char dir[64]; /* RocksDB: the temporary directory, removed on close */
+} test_store;
+
+/* kind "rocksdb": a fresh temporary directory. kind "redis": the cluster in
+ * $HERALD_TEST_REDIS; fails the test (never skips it) when that is unset. */
+void test_store_open(test_store *t, const char *kind);
+void test_store_close(test_store *t);
+
+/* A name unique to this process and call: prefix + random hex. Returns buf. */
+char *test_unique(char *buf, size_t cap, const char *prefix);
+
+#endif

@@ -1,0 +1,82 @@
+/* Unit tests of api/json: every rejection names the field. */
+#include <criterion/criterion.h>
+
+#include "api/json.h"
+
+static json_t *parse(const char *text) {
+    json_t *o = NULL;
+    cr_assert_eq(hr_json_parse_object(hr_slice_str(text), &o, NULL), HR_OK, "%s", text);
+    return o;
+}
+
+Test(json, parse_errors) {
+    json_t *o = NULL;
+    hr_err err = {0};
+    cr_assert_eq(hr_json_parse_object(hr_slice_str(""), &o, &err), HR_EINVAL);
+    cr_assert(strstr(err.msg, "empty"));
+    cr_assert_eq(hr_json_parse_object(hr_slice_str("{\"a\":"), &o, &err), HR_EINVAL);
+    cr_assert(strstr(err.msg, "not valid JSON"), "%s", err.msg);
+    cr_assert_eq(hr_json_parse_object(hr_slice_str("[1,2]"), &o, &err), HR_EINVAL);
+    cr_assert(strstr(err.msg, "object"));
+    cr_assert_eq(hr_json_parse_object(hr_slice_str("{\"a\":1,\"a\":2}"), &o, &err), HR_EINVAL);
+    cr_assert_null(o);
+}
+
+Test(json, int_fields) {
+    json_t *o = parse("{\"n\": 5, \"s\": \"x\", \"big\": 99}");
+    int64_t v = -1;
+    bool present;
+    hr_err err = {0};
+    cr_assert_eq(hr_json_int_field(o, "n", true, 1, 10, &v, &present, &err), HR_OK);
+    cr_assert_eq(v, 5);
+    cr_assert(present);
+    cr_assert_eq(hr_json_int_field(o, "missing", false, 1, 10, &v, &present, &err), HR_OK);
+    cr_assert_not(present);
+    cr_assert_eq(v, 5);
+    cr_assert_eq(hr_json_int_field(o, "missing", true, 1, 10, &v, NULL, &err), HR_EINVAL);
+    cr_assert(strstr(err.msg, "missing is required"));
+    cr_assert_eq(hr_json_int_field(o, "s", true, 1, 10, &v, NULL, &err), HR_EINVAL);
+    cr_assert(strstr(err.msg, "s must be an integer"), "%s", err.msg);
+    cr_assert_eq(hr_json_int_field(o, "big", true, 1, 10, &v, NULL, &err), HR_EINVAL);
+    cr_assert(strstr(err.msg, "big must be 1..10"), "%s", err.msg);
+    json_decref(o);
+}
+
+Test(json, only_fields) {
+    json_t *o = parse("{\"ttl_ms\": 5, \"ttl\": 3}");
+    static const char *const allowed[] = {"ttl_ms", "exact_limit", NULL};
+    hr_err err = {0};
+    cr_assert_eq(hr_json_only_fields(o, allowed, &err), HR_EINVAL);
+    cr_assert(strstr(err.msg, "'ttl'"), "%s", err.msg);
+    json_decref(o);
+}
+
+Test(json, ident_arrays) {
+    hr_arena a = HR_ARENA_INIT;
+    hr_slice *items;
+    size_t n;
+    hr_err err = {0};
+    json_t *o = parse("{\"objects\": [\"a\", \"b:c\", \"d.e-f\"]}");
+    cr_assert_eq(hr_json_ident_array(o, "objects", 10, &a, &items, &n, &err), HR_OK, "%s", err.msg);
+    cr_assert_eq(n, 3);
+    cr_assert(hr_slice_eq(items[1], hr_slice_str("b:c")));
+    cr_assert_eq(hr_json_ident_array(o, "objects", 2, &a, &items, &n, &err), HR_EINVAL);
+    cr_assert(strstr(err.msg, "1..2"), "%s", err.msg);
+    json_decref(o);
+
+    o = parse("{\"objects\": [\"ok\", \"bad id\"]}");
+    cr_assert_eq(hr_json_ident_array(o, "objects", 10, &a, &items, &n, &err), HR_EINVAL);
+    cr_assert(strstr(err.msg, "objects[1]"), "%s", err.msg);
+    json_decref(o);
+    o = parse("{\"objects\": [1]}");
+    cr_assert_eq(hr_json_ident_array(o, "objects", 10, &a, &items, &n, &err), HR_EINVAL);
+    cr_assert(strstr(err.msg, "objects[0] must be a string"), "%s", err.msg);
+    json_decref(o);
+    o = parse("{\"objects\": []}");
+    cr_assert_eq(hr_json_ident_array(o, "objects", 10, &a, &items, &n, &err), HR_EINVAL);
+    json_decref(o);
+    o = parse("{\"objects\": \"a\"}");
+    cr_assert_eq(hr_json_ident_array(o, "objects", 10, &a, &items, &n, &err), HR_EINVAL);
+    json_decref(o);
+    hr_arena_free(&a);
+}
