@@ -46,11 +46,13 @@ typedef enum hr_access {
 typedef void (*hr_handler)(hr_request *req);
 
 typedef struct hr_route {
-    const char *method;     /* "GET", "PUT", "POST", "DELETE" */
+    const char *method;     /* "GET", "PUT", "POST", "DELETE", "PATCH"; a GET
+                             * route also answers HEAD */
     /* Literal segments and {name} parameters, e.g.
      * "/api/v1/counters/{counter}/{object}". Every parameter must be a valid
      * identifier (hr_ident_valid) or the request is answered 400 naming it.
-     * A literal segment wins over a parameter at the same position. */
+     * A literal segment wins over a parameter at the same position. Paths
+     * with an empty segment ("/a//b", a trailing "/") match no route: 404. */
     const char *pattern;
     hr_handler handler;
     hr_access access;
@@ -74,6 +76,7 @@ typedef struct hr_http_config {
     /* NULL: no secret, every caller acts as the admin. */
     hr_authenticate_fn authenticate;
     void *auth_ctx;
+    bool access_log;              /* one info line per request; off by default */
 } hr_http_config;
 
 /* Validate the routing table, bind and start serving. On success *out is the
@@ -90,15 +93,18 @@ bool hr_ident_valid(hr_slice s);
 /* ---- Reading a request (all pointers valid until the handler returns) ---- */
 
 const char *hr_req_method(const hr_request *req);
+/* The path, percent-decoded (for messages and logs; routing decodes each
+ * segment on its own, so an encoded '/' never splits one). */
 const char *hr_req_path(const hr_request *req);
 /* A path parameter of the route by name; an empty slice if the route has
- * none of that name. Always a valid identifier. */
+ * none of that name. Always a valid identifier, percent-decoded, and
+ * NUL-terminated (the NUL not counted). */
 hr_slice hr_req_param(const hr_request *req, const char *name);
 /* A query-string argument (already percent-decoded), or NULL if absent. */
 const char *hr_req_query(const hr_request *req, const char *name);
 /* A request header, or NULL. */
 const char *hr_req_header(const hr_request *req, const char *name);
-/* The whole body (possibly empty). */
+/* The whole body (possibly empty), followed by a NUL byte not counted. */
 hr_slice hr_req_body(const hr_request *req);
 const hr_principal *hr_req_principal(const hr_request *req);
 /* Memory that lives until the request is answered and done. */
