@@ -22,10 +22,13 @@
  * sends one pipeline per node. A "multi-get" is simply many hr_get in one
  * batch.
  *
- * Order: ops apply in the order they were added, and each op sees the effects
- * of the ops before it in the same batch (a read after a write of the same key
- * reads the write). Reads are not isolated from concurrent writers unless the
- * op says so.
+ * Order: ops on the same key apply in the order they were added, and each op
+ * sees the effects of the ops before it on that key in the same batch (a read
+ * after a write of the same key reads the write). Ops on different keys may
+ * apply in any order (Redis Cluster runs each node's part in parallel), so a
+ * concurrent reader of a non-atomic batch may see a later write before an
+ * earlier one. Reads are not isolated from concurrent writers unless the op
+ * says so.
  *
  * Atomicity: with HR_EXEC_ATOMIC either all writes of the batch apply or none,
  * and concurrent batches see all or none of them. RocksDB gives this for any
