@@ -1,15 +1,437 @@
-/* rocks.c — placeholder until the rocks backend lands: opening fails cleanly. */
-#include "store/backend.h"
+/* rocks.c — the embedded storage backend: store.h's primitives on RocksDB.
+ *
+ * Workload: every HTTP request runs one or a few batches here, straight from
+ * the I/O threads, so a batch must cost microseconds: reads grouped into
+ * MultiGets, writes into one WriteBatch, no scans on the hot paths (a counter
+ * PUT, an activity write, a timeline page). Values are small (ids, JSON
+ * bodies); collections range from a handful of members to millions.
+ *
+ * LAYOUT. Four column families. The encodings follow Apache Kvrocks: one
+ * metadata record per key, and collections whose members live in sub-keys
+ * that carry the collection's version. Integers are big-endian, fixed width.
+ *
+ * "default" — metadata, one record per key, the key as given:
+ *
+ *   key:   | user key (1..1024 bytes) |
+ *   value: +------+-----------+-------------------------------------------+
+ *          | type | expire_at | type-specific                              |
+ *          | u8   | i64       |                                            |
+ *          +------+-----------+-------------------------------------------+
+ *     string    1                value bytes (inline: a get is one read)
+ *     counter   2                i64 value (inline; rocks_ops.c says why a Put
+ *                                under the stripe lock and not a merge operand)
+ *     zset      3                u64 version | u64 size
+ *     distinct  4                u64 version | u64 size | u8 mode (0 exact, 1 sketch)
+ *                                | i64 ttl_ms | i64 width_ms | i64 oldest_ms
+ *
+ *   expire_at is ms since the epoch; the key is alive while now <= expire_at
+ *   (redis' PEXPIREAT); 0 never expires.
+ *
+ * Every sub-key starts with the same prefix, which names the collection:
+ *
+ *   prefix:  +-----------+----------------------+-------------+
+ *            | key len   | user key             | version     |
+ *            | u16       |                      | u64         |
+ *            +-----------+----------------------+-------------+
+ *
+ * "subkeys" — members of sorted sets and of exact distinct sets:
+ *
+ *   key:   | prefix | member bytes |          value: | u64 score (encoded) |
+ *
+ * "zindex" — the same members ordered for range reads:
+ *
+ *   key:   | prefix | u64 score (encoded) | member bytes |    value: empty
+ *
+ *   Scores are encoded so that unsigned byte order is double order (sign bit
+ *   set for positives, all bits flipped for negatives; rocks_codec.c), so
+ *   one seek + next/prev walks (score, member) order. An exact distinct set
+ *   is a sorted set whose score is each member's last-add time in ms.
+ *
+ * "sketch" — distinct counters in sketch mode (merge operator: register max):
+ *
+ *   key:   | prefix | 'B' | u64 bucket |     value: HLL sketch (common/hll.h)
+ *   key:   | prefix | 'U' |                value: i64 lo | i64 hi | HLL sketch
+ *                                           (cached union of buckets [lo, hi))
+ *
+ * Versions: a collection gets a fresh version when it is created (and a
+ * distinct counter again when it turns into sketches). Deleting, overwriting
+ * or expiring it touches only the metadata: its sub-keys become unreachable
+ * (no record names their version) and rocks_filter.c's compaction filter
+ * reclaims them. So hr_del of a million-member set is one write. Versions
+ * count up from the clock in microseconds x 1024 at open, so they increase
+ * across restarts unless the wall clock steps back (Kvrocks makes the same
+ * bet).
+ *
+ * BATCHES. exec runs in five steps:
+ *
+ *   1. refuse what is not built yet: a batch holding hr_pset_* or hr_q*
+ *      fails with HR_ENOTSUP before anything runs (they come with the
+ *      social-reading and fan-out work);
+ *   2. lock the stripes of every key the batch writes (below);
+ *   3. take a snapshot: every read of the batch sees the DB at one point, so
+ *      concurrent batches see each other's writes all or nothing;
+ *   4. prefetch: one MultiGet of every key's metadata, then one of the
+ *      sub-keys the ops will read (members, sketch buckets) — a batch of N
+ *      gets or zscores costs one or two MultiGets, never N Gets;
+ *   5. run the ops in order against the batch's view (rocks_view.c: its own
+ *      writes over the snapshot) and commit all writes in one WriteBatch
+ *      (WAL on; fsynced with opts->sync). Every batch is atomic, with or
+ *      without HR_EXEC_ATOMIC. The WriteBatch is indexed (a
+ *      WriteBatchWithIndex, whose puts cost ~50x more) only when an op that
+ *      may iterate follows a write, so that its range read sees the write.
+ *
+ * LOCKS. hr_incr, hr_zadd (is the member new? the size), hr_dadd (is the
+ * member new? the count) read, decide and write. Two batches doing that on
+ * one key at once would both read the old state, so a batch holds a mutex per
+ * key it writes from before its reads until after its commit. Keys map to
+ * 1024 stripes by hash; a batch locks its stripes in ascending order, so two
+ * batches never wait on each other in a cycle. Read-only batches take no
+ * lock.
+ *
+ * TTL. Reads compare expire_at with the batch's clock (distinct counters with
+ * the op's now_ms) and treat expired keys as missing; the compaction filters
+ * (rocks_filter.c) remove expired records and every sub-key no live record
+ * names.
+ *
+ * NOT YET: hr_pset_* and hr_q* (refused, step 1); reverse range reads walk
+ * the memtable's skiplist backwards, several times slower than forward ones
+ * (DESIGN.md: store newest-first orders inverted, so reads go forward).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <xxhash.h>
+
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "store/rocks_internal.h"
+
+#define DEFAULT_CACHE_BYTES ((size_t)256 << 20)
+#define ZRANGE_LIMIT_MAX 10000
+
+static const char *const cf_names[CF_COUNT_] = {"default", "subkeys", "zindex", "sketch"};
+
+/* Opening ------------------------------------------------------------------- */
+
+/* mkdir -p; 0 or -1 with errno. path is borrowed. */
+static int mkdir_p(const char *path) {
+    char *p = hr_xstrdup(path);
+    int rc = 0;
+    for (char *s = p + 1; rc == 0; s++) {
+        if (*s != '/' && *s != '\0') continue;
+        char c = *s;
+        *s = '\0';
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) rc = -1;
+        *s = c;
+        if (c == '\0') break;
+    }
+    free(p);
+    return rc;
+}
+
+/* Options for the DB and for each column family. compression is a
+ * rocksdb_*_compression constant. The filter factories and the merge operator
+ * are owned by the options (and then by the DB) once set. */
+static rocksdb_options_t *make_options(rocks_store *s, const hr_store_options *opts, int compression,
+                                       rocksdb_options_t *cfopts[CF_COUNT_]) {
+    rocksdb_options_t *o = rocksdb_options_create();
+    rocksdb_options_set_create_if_missing(o, 1);
+    rocksdb_options_set_create_missing_column_families(o, 1);
+    /* Two cores: flushes and compactions share two background threads. */
+    rocksdb_options_increase_parallelism(o, 2);
+    rocksdb_options_set_max_background_jobs(o, 2);
+    rocksdb_options_set_bytes_per_sync(o, 1 << 20);
+    rocksdb_options_set_level_compaction_dynamic_level_bytes(o, 1);
+    rocksdb_options_set_compression(o, compression);
+
+    rocksdb_block_based_table_options_t *t = rocksdb_block_based_options_create();
+    rocksdb_cache_t *cache =
+        rocksdb_cache_create_lru(opts->cache_bytes ? opts->cache_bytes : DEFAULT_CACHE_BYTES);
+    rocksdb_block_based_options_set_block_cache(t, cache);
+    /* ~10 bits per key: 1 % false positives, so a miss rarely reads a block.
+     * The table options own the policy. */
+    rocksdb_block_based_options_set_filter_policy(t, rocksdb_filterpolicy_create_bloom_full(10));
+    rocksdb_block_based_options_set_format_version(t, 5);
+    rocksdb_options_set_block_based_table_factory(o, t); /* copies t; shares the cache */
+    rocksdb_block_based_options_destroy(t);
+    rocksdb_cache_destroy(cache);
+
+    for (int i = 0; i < CF_COUNT_; i++) {
+        cfopts[i] = rocksdb_options_create_copy(o);
+        if (i == CF_META)
+            rocksdb_options_set_compaction_filter_factory(cfopts[i], rocks_meta_filter_factory(s));
+        else
+            rocksdb_options_set_compaction_filter_factory(cfopts[i], rocks_sub_filter_factory(s, i));
+        if (i == CF_SKETCH) rocksdb_options_set_merge_operator(cfopts[i], rocks_hll_merge_operator());
+    }
+    return o;
+}
+
+static void free_options(rocksdb_options_t *o, rocksdb_options_t *cfopts[CF_COUNT_]) {
+    for (int i = 0; i < CF_COUNT_; i++)
+        rocksdb_options_destroy(cfopts[i]);
+    rocksdb_options_destroy(o);
+}
 
 static int open_(const char *uri, const hr_store_options *opts, hr_store **out, hr_err *err) {
-    (void)opts;
     *out = NULL;
-    return hr_err_set(err, HR_ENOTSUP, "store '%s': backend not built yet", uri);
+    const char *path = uri + strlen(hr_rocks_backend.uri_prefix);
+    if (*path == '\0') return hr_err_set(err, HR_EINVAL, "store '%s': expected rocksdb:PATH", uri);
+    if (mkdir_p(path) != 0)
+        return hr_err_set(err, HR_EIO, "rocksdb: cannot create %s: %s", path, strerror(errno));
+
+    rocks_store *s = hr_xcalloc(1, sizeof *s);
+    s->super.backend = &hr_rocks_backend;
+    for (size_t i = 0; i < ROCKS_STRIPES; i++)
+        pthread_mutex_init(&s->stripes[i], NULL);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    atomic_init(&s->next_version, ((uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u) * 1024u);
+    atomic_init(&s->filters_may_read, false);
+
+    /* LZ4 when this RocksDB has it, else no compression. */
+    static const int compressions[] = {rocksdb_lz4_compression, rocksdb_no_compression};
+    char *errptr = NULL;
+    for (size_t c = 0; c < sizeof compressions / sizeof compressions[0]; c++) {
+        rocksdb_options_t *cfopts[CF_COUNT_];
+        rocksdb_options_t *o = make_options(s, opts, compressions[c], cfopts);
+        rocksdb_free(errptr);
+        errptr = NULL;
+        s->db = rocksdb_open_column_families(o, path, CF_COUNT_, cf_names,
+                                             (const rocksdb_options_t *const *)cfopts, s->cf, &errptr);
+        free_options(o, cfopts);
+        if (s->db || strstr(errptr, "ompression") == NULL) break;
+    }
+    if (s->db == NULL) {
+        int rc = hr_err_set(err, HR_EIO, "rocksdb: cannot open %s: %s", path, errptr);
+        rocksdb_free(errptr);
+        for (size_t i = 0; i < ROCKS_STRIPES; i++)
+            pthread_mutex_destroy(&s->stripes[i]);
+        free(s);
+        return rc;
+    }
+    s->wopts = rocksdb_writeoptions_create();
+    rocksdb_writeoptions_set_sync(s->wopts, opts->sync);
+    atomic_store(&s->filters_may_read, true);
+    *out = &s->super;
+    return HR_OK;
 }
-static void close_(hr_store *s) { (void)s; }
-static int ping_(hr_store *s, hr_err *err) { (void)s; return hr_err_set(err, HR_EUNAVAIL, "no backend"); }
-static int exec_(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
-    (void)s; (void)b; (void)flags;
-    return hr_err_set(err, HR_ENOTSUP, "no backend");
+
+static void close_(hr_store *hs) {
+    rocks_store *s = (rocks_store *)hs;
+    /* No filter may read through db from here on; wait out running ones. */
+    atomic_store(&s->filters_may_read, false);
+    rocksdb_cancel_all_background_work(s->db, 1);
+    for (int i = 0; i < CF_COUNT_; i++)
+        rocksdb_column_family_handle_destroy(s->cf[i]);
+    rocksdb_close(s->db);
+    rocksdb_writeoptions_destroy(s->wopts);
+    for (size_t i = 0; i < ROCKS_STRIPES; i++)
+        pthread_mutex_destroy(&s->stripes[i]);
+    free(s);
 }
+
+static int ping_(hr_store *hs, hr_err *err) {
+    return HR_OK; /* in-process: open means up */
+}
+
+/* Executing a batch ---------------------------------------------------------- */
+
+typedef int (*op_fn)(rx *x, hr_op *op);
+
+/* One op a line. */
+/* clang-format off */
+static const op_fn op_table[HR_OP_COUNT_] = {
+    [HR_OP_GET] = op_get,
+    [HR_OP_PUT] = op_put,
+    [HR_OP_DEL] = op_del,
+    [HR_OP_EXPIRE] = op_expire,
+    [HR_OP_INCR] = op_incr,
+    [HR_OP_COUNTER_GET] = op_counter_get,
+    [HR_OP_ZADD] = op_zadd,
+    [HR_OP_ZREM] = op_zrem,
+    [HR_OP_ZSCORE] = op_zscore,
+    [HR_OP_ZCARD] = op_zcard,
+    [HR_OP_ZRANGE] = op_zrange,
+    [HR_OP_ZREMRANGE_SCORE] = op_zremrange_score,
+    [HR_OP_ZTRIM] = op_ztrim,
+    [HR_OP_DADD] = op_dadd,
+    [HR_OP_DCOUNT] = op_dcount,
+    /* PSET_* and Q*: not yet (refused in exec_) */
+};
+/* clang-format on */
+
+/* The op's arguments, checked before anything runs: HR_OK or the op's rc. */
+static int validate(const hr_op *op) {
+    if (op->key.len == 0 || op->key.len > HR_KEY_MAX) return HR_EINVAL;
+    switch (op->type) {
+    case HR_OP_PUT: return op->value.len > HR_VALUE_MAX ? HR_ETOOBIG : HR_OK;
+    case HR_OP_ZADD: return isnan(op->score) ? HR_EINVAL : HR_OK;
+    case HR_OP_ZREMRANGE_SCORE: return isnan(op->min) || isnan(op->max) ? HR_EINVAL : HR_OK;
+    case HR_OP_ZRANGE: {
+        const hr_zrange_spec *sp = &op->range;
+        if (sp->limit < 1 || sp->limit > ZRANGE_LIMIT_MAX || isnan(sp->min) || isnan(sp->max))
+            return HR_EINVAL;
+        return sp->has_cursor && isnan(sp->cursor_score) ? HR_EINVAL : HR_OK;
+    }
+    case HR_OP_DADD:
+        if (op->distinct.exact_limit < 1) return HR_EINVAL;
+        /* fall through */
+    case HR_OP_DCOUNT: return op->distinct.ttl_ms < 1 ? HR_EINVAL : HR_OK;
+    default: return HR_OK;
+    }
+}
+
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The sorted, distinct stripes of the keys b writes; *n of them, in mem. */
+static uint32_t *write_stripes(hr_batch *b, hr_arena *mem, size_t *n) {
+    uint32_t *st = hr_arena_alloc(mem, (b->len ? b->len : 1) * sizeof *st);
+    size_t k = 0;
+    for (size_t i = 0; i < b->len; i++) {
+        const hr_op *op = &b->ops[i];
+        if (op->result.rc == HR_OK && hr_op_is_write(op->type))
+            st[k++] = (uint32_t)(XXH3_64bits(op->key.ptr, op->key.len) & (ROCKS_STRIPES - 1));
+    }
+    qsort(st, k, sizeof *st, cmp_u32);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++)
+        if (u == 0 || st[u - 1] != st[i]) st[u++] = st[i];
+    *n = u;
+    return st;
+}
+
+/* Step 4: the metadata of every key, then the sub-keys the ops will read. */
+static int prefetch(rx *x) {
+    hr_batch *b = x->b;
+    int *cfs = hr_arena_alloc(&x->mem, 2 * b->len * sizeof *cfs);
+    hr_slice *keys = hr_arena_alloc(&x->mem, 2 * b->len * sizeof *keys);
+    size_t n = 0;
+    for (size_t i = 0; i < b->len; i++) {
+        const hr_op *op = &b->ops[i];
+        if (op->result.rc != HR_OK || op->type == HR_OP_PUT) continue; /* a put reads nothing */
+        cfs[n] = CF_META;
+        keys[n++] = op->key;
+    }
+    int rc = rx_prefetch(x, n, cfs, keys);
+    if (rc) return rc;
+
+    n = 0;
+    hr_buf k = HR_BUF_INIT;
+    for (size_t i = 0; i < b->len; i++) {
+        const hr_op *op = &b->ops[i];
+        rmeta m;
+        if (op->result.rc != HR_OK) continue;
+        switch (op->type) {
+        case HR_OP_ZADD:
+        case HR_OP_ZREM:
+        case HR_OP_ZSCORE:
+            if (rx_meta(x, op->key, &m) != 0 || !meta_alive(&m, x->now) || m.type != T_ZSET || m.size == 0)
+                break;
+            key_prefix(&k, op->key, m.version);
+            hr_buf_append_slice(&k, op->member);
+            cfs[n] = CF_SUB;
+            keys[n++] = hr_arena_copy(&x->mem, hr_buf_slice(&k));
+            hr_buf_clear(&k);
+            break;
+        case HR_OP_DADD:
+        case HR_OP_DCOUNT:
+            if (rx_meta(x, op->key, &m) == 0) distinct_plan(x, op, &m, cfs, keys, &n);
+            break;
+        default: break;
+        }
+    }
+    hr_buf_free(&k);
+    hr_err_clear(x->err); /* a corrupt record seen while planning is reported by its op */
+    return rx_prefetch(x, n, cfs, keys);
+}
+
+/* Whether an op that may iterate follows a write: then iterators must see
+ * the batch's writes, and the batch is indexed (see rx.wbi). */
+static bool needs_index(const hr_batch *b) {
+    bool wrote = false;
+    for (size_t i = 0; i < b->len; i++) {
+        const hr_op *op = &b->ops[i];
+        if (op->result.rc != HR_OK) continue;
+        switch (op->type) {
+        case HR_OP_ZRANGE:
+        case HR_OP_ZREMRANGE_SCORE:
+        case HR_OP_ZTRIM:
+        case HR_OP_DADD:
+        case HR_OP_DCOUNT:
+            if (wrote) return true;
+            break;
+        default: break;
+        }
+        wrote = wrote || hr_op_is_write(op->type);
+    }
+    return false;
+}
+
+static int fail_all(hr_batch *b, int rc) {
+    for (size_t i = 0; i < b->len; i++)
+        b->ops[i].result.rc = rc;
+    return rc;
+}
+
+static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
+    (void)flags; /* every batch is one WriteBatch: atomic either way */
+    rocks_store *s = (rocks_store *)hs;
+
+    for (size_t i = 0; i < b->len; i++) {
+        if (op_table[b->ops[i].type] == NULL) {
+            fail_all(b, HR_ENOTSUP);
+            return hr_err_set(err, HR_ENOTSUP, "rocksdb: %s is not implemented yet",
+                              hr_op_label(b->ops[i].type));
+        }
+    }
+    for (size_t i = 0; i < b->len; i++)
+        b->ops[i].result.rc = validate(&b->ops[i]);
+
+    rx x = {.s = s, .b = b, .err = err, .mem = HR_ARENA_INIT};
+    size_t n_stripes;
+    uint32_t *stripes = write_stripes(b, &x.mem, &n_stripes);
+    for (size_t i = 0; i < n_stripes; i++)
+        pthread_mutex_lock(&s->stripes[stripes[i]]);
+
+    x.now = hr_now_ms();
+    x.snap = rocksdb_create_snapshot(s->db);
+    x.ropts = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_snapshot(x.ropts, x.snap);
+    if (needs_index(b))
+        x.wbi = rocksdb_writebatch_wi_create(0, 1); /* overwrite_key: required by NewIteratorWithBase */
+    else
+        x.wb = rocksdb_writebatch_create();
+
+    int rc = prefetch(&x);
+    for (size_t i = 0; i < b->len && rc == 0; i++) {
+        hr_op *op = &b->ops[i];
+        if (op->result.rc == HR_OK) rc = op_table[op->type](&x, op);
+    }
+    if (rc == 0 && x.dirty) {
+        char *errptr = NULL;
+        if (x.wbi)
+            rocksdb_write_writebatch_wi(s->db, s->wopts, x.wbi, &errptr);
+        else
+            rocksdb_write(s->db, s->wopts, x.wb, &errptr);
+        if (errptr) rc = rx_fail(&x, errptr);
+    }
+    if (rc != 0) fail_all(b, rc); /* nothing was written */
+
+    if (x.wbi) rocksdb_writebatch_wi_destroy(x.wbi);
+    if (x.wb) rocksdb_writebatch_destroy(x.wb);
+    rocksdb_readoptions_destroy(x.ropts);
+    rocksdb_release_snapshot(s->db, x.snap);
+    for (size_t i = n_stripes; i-- > 0;)
+        pthread_mutex_unlock(&s->stripes[stripes[i]]);
+    rx_view_free(&x);
+    hr_arena_free(&x.mem);
+    return rc;
+}
+
 const hr_store_backend hr_rocks_backend = {"rocksdb", "rocksdb:", open_, close_, ping_, exec_};

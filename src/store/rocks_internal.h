@@ -1,0 +1,248 @@
+/* rocks_internal.h — what the rocks_*.c files share; nothing outside them
+ * includes it. The on-disk layout is drawn at the top of rocks.c.
+ *
+ *   rocks.c           open / close / exec: locks, snapshot, prefetch, commit
+ *   rocks_codec.c     key, metadata and score encodings
+ *   rocks_view.c      a batch's view of the store: its own writes over a
+ *                     snapshot, reads grouped into MultiGets
+ *   rocks_ops.c       values, counters, expiry, sorted sets
+ *   rocks_distinct.c  distinct counters (exact sets, then HLL sketches)
+ *   rocks_filter.c    the compaction filters and the HLL merge operator
+ *
+ * Ownership, unless a declaration says otherwise: pointer and slice
+ * parameters are borrowed for the call; slices handed back point into the
+ * batch's scratch arena (x->mem) and stay valid until the batch ends; every
+ * function that can fail returns 0 or an hr_err code with x->err filled.
+ */
+#ifndef HR_ROCKS_INTERNAL_H
+#define HR_ROCKS_INTERNAL_H
+
+#include <pthread.h>
+#include <rocksdb/c.h>
+#include <stdatomic.h>
+
+#include "common/arena.h"
+#include "common/buf.h"
+#include "store/backend.h"
+
+/* Column families, in the order they are opened. */
+enum {
+    CF_META,   /* "default": one metadata record per key */
+    CF_SUB,    /* "subkeys": collection members -> score / time */
+    CF_ZINDEX, /* "zindex": (score | member) index of sorted sets and exact distinct sets */
+    CF_SKETCH, /* "sketch": HLL sketches of distinct counters in sketch mode (merge operator) */
+    CF_COUNT_
+};
+
+/* Stripes of the read-modify-write locks (see rocks.c). A power of two. */
+#define ROCKS_STRIPES 1024u
+
+typedef struct rocks_store {
+    hr_store super; /* first: the dispatcher casts hr_store * to this */
+    rocksdb_t *db;
+    rocksdb_column_family_handle_t *cf[CF_COUNT_];
+    rocksdb_writeoptions_t *wopts;
+    /* Source of collection versions: strictly increasing, seeded from the
+     * clock at open so that a version is never reused across restarts. */
+    _Atomic uint64_t next_version;
+    /* True between the end of open and the start of close: only then may the
+     * compaction filters read metadata through db. */
+    atomic_bool filters_may_read;
+    pthread_mutex_t stripes[ROCKS_STRIPES];
+} rocks_store;
+
+/* ------------------------------------------------------------------------ */
+/* Encodings (rocks_codec.c)                                                 */
+
+typedef enum { T_NONE = 0, T_STRING = 1, T_COUNTER = 2, T_ZSET = 3, T_DISTINCT = 4 } rtype;
+typedef enum { D_EXACT = 0, D_SKETCH = 1 } dmode;
+
+/* A decoded metadata record. Which fields mean something depends on type. */
+typedef struct rmeta {
+    uint8_t type;      /* rtype; T_NONE: no record */
+    int64_t expire_at; /* ms since epoch; the key is alive while now <= expire_at; 0 never expires */
+    hr_slice value;    /* T_STRING: the value (borrowed from the raw record) */
+    int64_t counter;   /* T_COUNTER */
+    uint64_t version;  /* T_ZSET, T_DISTINCT: the version in every sub-key */
+    uint64_t size;     /* T_ZSET: members; T_DISTINCT exact: members stored (live + not yet pruned) */
+    uint8_t mode;      /* T_DISTINCT: dmode */
+    int64_t ttl;       /* T_DISTINCT: the ttl_ms of the last add (the compaction filter uses it) */
+    int64_t width;     /* T_DISTINCT sketch: bucket width W in ms */
+    int64_t oldest;    /* T_DISTINCT exact: lower bound of the members' last-add times */
+} rmeta;
+
+/* Decode raw (borrowed; m->value points into it). 0, or -1 when corrupt. */
+int meta_decode(hr_slice raw, rmeta *m);
+/* Append the encoding of m to out (strings: header and m->value). */
+void meta_encode(const rmeta *m, hr_buf *out);
+/* True when m is a record and has not expired at now. */
+static inline bool meta_alive(const rmeta *m, int64_t now) {
+    return m->type != T_NONE && (m->expire_at == 0 || now <= m->expire_at);
+}
+
+/* Sub-keys (CF_SUB, CF_ZINDEX, CF_SKETCH) all start with this prefix. */
+void key_prefix(hr_buf *out, hr_slice key, uint64_t version);
+/* The first key after every key with this prefix (the prefix of version+1). */
+void key_prefix_end(hr_buf *out, hr_slice key, uint64_t version);
+/* Split a sub-key into user key, version and what follows. -1 if malformed. */
+int key_parse(hr_slice sub, hr_slice *key, uint64_t *version, hr_slice *rest);
+
+/* Scores as 8 bytes whose unsigned big-endian order is the order of the
+ * doubles (-0.0 is stored as 0.0). */
+uint64_t score_encode(double d);
+double score_decode(uint64_t u);
+void append_u64(hr_buf *out, uint64_t v);
+uint64_t load_u64(const void *p);
+
+/* Sketch CF tags after the prefix. */
+#define SKETCH_BUCKET 'B' /* 'B' | bucket number u64: an HLL sketch (hll.h encodings) */
+#define SKETCH_UNION 'U'  /* 'U': cached union of the closed alive buckets */
+
+/* ------------------------------------------------------------------------ */
+/* One batch being executed (rocks.c, rocks_view.c)                          */
+
+typedef struct vent vent; /* a view entry, private to rocks_view.c */
+
+typedef struct rx {
+    rocks_store *s;
+    hr_batch *b;
+    hr_err *err;
+    int64_t now; /* wall clock at the start of the batch */
+    /* Every write of the batch, committed at the end: in an indexed batch
+     * (wbi) when an op that may iterate follows a write, so that iterators
+     * see the batch's writes; else in a plain WriteBatch (wb), whose puts
+     * cost a fraction (the index is a skiplist over the batch). */
+    rocksdb_writebatch_wi_t *wbi;
+    rocksdb_writebatch_t *wb;
+    const rocksdb_snapshot_t *snap; /* every read of the DB is from this snapshot */
+    rocksdb_readoptions_t *ropts;   /* with snap */
+    bool dirty;                     /* wb holds something */
+    hr_arena mem;                   /* scratch, freed at the end of the batch */
+    vent *tab;                      /* the view: (cf, key) -> what the batch knows */
+    size_t tab_cap, tab_len;
+} rx;
+
+/* Read key of cf as the batch sees it: its own earlier writes, else a value
+ * prefetched or read now from the snapshot. On success *found says whether
+ * the key exists and *val (valid until the batch ends) is its value. Returns
+ * 0 or HR_EIO with x->err filled. */
+int rx_get(rx *x, int cf, hr_slice key, hr_slice *val, bool *found);
+/* Read keys[0..n) of cfs[i] that the view does not know yet with one
+ * MultiGet, so that later rx_get calls on them cost nothing. The view copies
+ * the keys. */
+int rx_prefetch(rx *x, size_t n, const int *cfs, const hr_slice *keys);
+/* Write into the batch (committed by rocks.c at the end). key and val are
+ * copied. */
+void rx_put(rx *x, int cf, hr_slice key, hr_slice val);
+void rx_del(rx *x, int cf, hr_slice key);
+/* aux_updated: the caller has applied operand to the key's aux itself. */
+void rx_merge(rx *x, int cf, hr_slice key, hr_slice operand, bool aux_updated);
+/* A slot for a decoded form of the value of (cf, key) (e.g. an HLL sketch),
+ * so that ops of one batch decode a value once. The view owns what is
+ * stored there (one malloc'd block, freed with the view) and empties the slot
+ * whenever the batch writes the key, except a merge whose writer says it
+ * updated the decoded form (rx_merge's aux_updated). */
+void **rx_aux(rx *x, int cf, hr_slice key);
+/* rx_put, and make aux (taken; may be the one already there) the decoded form. */
+void rx_put_aux(rx *x, int cf, hr_slice key, hr_slice val, void *aux);
+
+/* An iterator over [lower, upper) of cf. It sees the writes of earlier ops
+ * of the batch (rocks.c indexes a batch in which an op that may iterate
+ * follows a write); an op must not rely on seeing its own writes, so it
+ * iterates before it writes. Callers check every key against their range:
+ * the bounds apply to the snapshot, not to the batch's writes. */
+typedef struct rx_iter {
+    rocksdb_iterator_t *it;
+    rocksdb_readoptions_t *ropts; /* owns the bounds; outlives it */
+    hr_buf lower, upper;
+} rx_iter;
+void rx_iter_open(rx *x, rx_iter *ri, int cf, hr_slice lower, hr_slice upper);
+/* 0, or HR_EIO with x->err filled when the iterator stopped on an error. */
+int rx_iter_status(rx *x, rx_iter *ri);
+void rx_iter_close(rx_iter *ri);
+static inline hr_slice rx_iter_key(rx_iter *ri) {
+    size_t n;
+    const char *k = rocksdb_iter_key(ri->it, &n);
+    return hr_slice_of(k, n);
+}
+
+/* Copy a RocksDB error into x->err, free it, return HR_EIO. */
+int rx_fail(rx *x, char *errptr);
+/* Free the view. */
+void rx_view_free(rx *x);
+
+/* Load the metadata of key through the view (m->type T_NONE when missing). A
+ * corrupt record is an HR_EIO. */
+int rx_meta(rx *x, hr_slice key, rmeta *m);
+/* Write m as key's metadata. */
+void rx_put_meta(rx *x, hr_slice key, const rmeta *m);
+/* A fresh collection version. */
+uint64_t rx_new_version(rx *x);
+
+/* ------------------------------------------------------------------------ */
+/* Ops (rocks_ops.c, rocks_distinct.c): each runs one op of the batch, sets its
+ * result (memory in x->b->arena) and returns 0, or a store failure (HR_EIO)
+ * that aborts the batch. */
+
+int op_get(rx *x, hr_op *op);
+int op_put(rx *x, hr_op *op);
+int op_del(rx *x, hr_op *op);
+int op_expire(rx *x, hr_op *op);
+int op_incr(rx *x, hr_op *op);
+int op_counter_get(rx *x, hr_op *op);
+int op_zadd(rx *x, hr_op *op);
+int op_zrem(rx *x, hr_op *op);
+int op_zscore(rx *x, hr_op *op);
+int op_zcard(rx *x, hr_op *op);
+int op_zrange(rx *x, hr_op *op);
+int op_zremrange_score(rx *x, hr_op *op);
+int op_ztrim(rx *x, hr_op *op);
+int op_dadd(rx *x, hr_op *op);
+int op_dcount(rx *x, hr_op *op);
+
+/* Sorted-set helpers shared with the exact distinct sets (rocks_ops.c). */
+/* Look up member of the collection (key, version): *found, and its encoded
+ * score. */
+int zs_member(rx *x, hr_slice key, uint64_t version, hr_slice member, bool *found, uint64_t *enc);
+/* Set member's score to enc (old_enc: its previous score, when had_old). */
+void zs_write(rx *x, hr_slice key, uint64_t version, hr_slice member, bool had_old, uint64_t old_enc,
+              uint64_t enc);
+/* Remove member, whose score is enc. */
+void zs_remove(rx *x, hr_slice key, uint64_t version, hr_slice member, uint64_t enc);
+
+/* Visit the index entries of (key, version) with min <= score <= max, in
+ * ascending (score, member) order, or descending with reverse, strictly after
+ * `after` (encoded score | member bytes) in that direction when not NULL.
+ * visit returns false to stop; its member is valid only during the call. */
+typedef bool (*zs_visit)(void *ctx, uint64_t enc, hr_slice member);
+int zs_scan(rx *x, hr_slice key, uint64_t version, bool reverse, double min, double max,
+            const hr_slice *after, zs_visit visit, void *ctx);
+
+/* A zs_visit that copies up to max entries into mem (to act on them once the
+ * iterator is closed). */
+typedef struct zcollect {
+    hr_arena *mem;
+    size_t max;
+    size_t n, cap;
+    uint64_t *encs;
+    hr_slice *members;
+} zcollect;
+bool zs_collect(void *ctx, uint64_t enc, hr_slice member);
+
+/* Remove up to limit entries of a scan from the collection (key, m) and
+ * subtract them from m->size (the caller writes m); *removed is how many. */
+int zs_remove_range(rx *x, hr_slice key, rmeta *m, bool reverse, double min, double max, size_t limit,
+                    uint64_t *removed);
+
+/* The sub-keys distinct ops read, for the prefetch of rocks.c: appends to
+ * cfs/keys (keys in x->mem) what op will read given its key's metadata m. */
+void distinct_plan(rx *x, const hr_op *op, const rmeta *m, int *cfs, hr_slice *keys, size_t *n);
+
+/* ------------------------------------------------------------------------ */
+/* Compaction filters and the merge operator (rocks_filter.c)                */
+
+rocksdb_compactionfilterfactory_t *rocks_meta_filter_factory(rocks_store *s);
+rocksdb_compactionfilterfactory_t *rocks_sub_filter_factory(rocks_store *s, int cf);
+rocksdb_mergeoperator_t *rocks_hll_merge_operator(void);
+
+#endif

@@ -1,0 +1,414 @@
+/* rocks_ops.c — values, counters, expiry and sorted sets on RocksDB.
+ *
+ * Each op reads its key's metadata through the batch's view (rocks_view.c),
+ * answers from it or from the sub-keys it names, and writes through the view.
+ * Layouts are drawn in rocks.c. The rules every op follows:
+ *
+ *   - an expired record is a missing key (its sub-keys are garbage the
+ *     compaction filter collects, because the next collection under the same
+ *     key gets a new version);
+ *   - an op on a live key of another type answers HR_EWRONGTYPE and writes
+ *     nothing;
+ *   - a collection's size in its metadata is exact (the rocks.c stripe lock is
+ *     held across every read-modify-write), and a collection whose size drops
+ *     to 0 is deleted.
+ *
+ * Results are allocated in the batch's arena (x->b->arena).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "store/rocks_internal.h"
+
+/* Values -------------------------------------------------------------------- */
+
+int op_get(rx *x, hr_op *op) {
+    rmeta m;
+    int rc = rx_meta(x, op->key, &m);
+    if (rc) return rc;
+    if (!meta_alive(&m, x->now))
+        op->result.rc = HR_ENOTFOUND;
+    else if (m.type != T_STRING)
+        op->result.rc = HR_EWRONGTYPE;
+    else
+        op->result.value = hr_arena_copy(&x->b->arena, m.value);
+    return 0;
+}
+
+int op_put(rx *x, hr_op *op) {
+    /* Whatever the key held is replaced by one metadata write; a collection's
+     * sub-keys are orphaned with their version. */
+    rmeta m = {.type = T_STRING, .expire_at = op->expire_at_ms, .value = op->value};
+    rx_put_meta(x, op->key, &m);
+    return 0;
+}
+
+int op_del(rx *x, hr_op *op) {
+    rmeta m;
+    int rc = rx_meta(x, op->key, &m);
+    if (rc) return rc;
+    if (m.type != T_NONE) rx_del(x, CF_META, op->key); /* expired records too: less for compaction */
+    op->result.num = meta_alive(&m, x->now);
+    return 0;
+}
+
+int op_expire(rx *x, hr_op *op) {
+    rmeta m;
+    int rc = rx_meta(x, op->key, &m);
+    if (rc) return rc;
+    if (!meta_alive(&m, x->now)) {
+        op->result.num = 0;
+        return 0;
+    }
+    op->result.num = 1;
+    if (op->expire_at_ms != 0 && op->expire_at_ms < x->now) {
+        rx_del(x, CF_META, op->key); /* already past: gone now */
+        return 0;
+    }
+    m.expire_at = op->expire_at_ms;
+    rx_put_meta(x, op->key, &m);
+    return 0;
+}
+
+/* Counters -------------------------------------------------------------------
+ *
+ * The value lives in the counter's metadata record. hr_incr must answer the
+ * new value, so it reads the old one anyway, under the stripe lock; writing
+ * the sum as a Put then costs no more than writing a merge operand and keeps
+ * reads of a hot counter at one record instead of a chain of operands (the
+ * slow case DESIGN.md measured). */
+
+int op_incr(rx *x, hr_op *op) {
+    rmeta m;
+    int rc = rx_meta(x, op->key, &m);
+    if (rc) return rc;
+    if (!meta_alive(&m, x->now)) {
+        memset(&m, 0, sizeof m);
+        m.type = T_COUNTER;
+    } else if (m.type != T_COUNTER) {
+        op->result.rc = HR_EWRONGTYPE;
+        return 0;
+    }
+    int64_t v;
+    if (__builtin_add_overflow(m.counter, op->delta, &v)) {
+        op->result.rc = HR_EINVAL; /* as redis: "increment would overflow" */
+        return 0;
+    }
+    m.counter = v;
+    rx_put_meta(x, op->key, &m);
+    op->result.num = v;
+    return 0;
+}
+
+int op_counter_get(rx *x, hr_op *op) {
+    rmeta m;
+    int rc = rx_meta(x, op->key, &m);
+    if (rc) return rc;
+    if (!meta_alive(&m, x->now))
+        op->result.num = 0;
+    else if (m.type != T_COUNTER)
+        op->result.rc = HR_EWRONGTYPE;
+    else
+        op->result.num = m.counter;
+    return 0;
+}
+
+/* Sorted-set primitives (also used by the exact distinct sets) --------------- */
+
+static void member_key(hr_buf *out, hr_slice key, uint64_t version, hr_slice member) {
+    key_prefix(out, key, version);
+    hr_buf_append_slice(out, member);
+}
+
+static void index_key(hr_buf *out, hr_slice key, uint64_t version, uint64_t enc, hr_slice member) {
+    key_prefix(out, key, version);
+    append_u64(out, enc);
+    hr_buf_append_slice(out, member);
+}
+
+int zs_member(rx *x, hr_slice key, uint64_t version, hr_slice member, bool *found, uint64_t *enc) {
+    hr_buf k = HR_BUF_INIT;
+    member_key(&k, key, version, member);
+    hr_slice v;
+    int rc = rx_get(x, CF_SUB, hr_buf_slice(&k), &v, found);
+    hr_buf_free(&k);
+    if (rc) return rc;
+    if (*found && v.len != 8) return hr_err_set(x->err, HR_EIO, "rocksdb: corrupt member record");
+    *enc = *found ? load_u64(v.ptr) : 0;
+    return 0;
+}
+
+void zs_write(rx *x, hr_slice key, uint64_t version, hr_slice member, bool had_old, uint64_t old_enc,
+              uint64_t enc) {
+    if (had_old && old_enc == enc) return;
+    hr_buf k = HR_BUF_INIT;
+    if (had_old) {
+        index_key(&k, key, version, old_enc, member);
+        rx_del(x, CF_ZINDEX, hr_buf_slice(&k));
+        hr_buf_clear(&k);
+    }
+    index_key(&k, key, version, enc, member);
+    rx_put(x, CF_ZINDEX, hr_buf_slice(&k), hr_slice_of("", 0));
+    hr_buf_clear(&k);
+    member_key(&k, key, version, member);
+    unsigned char v[8];
+    hr_store_u64be(v, enc);
+    rx_put(x, CF_SUB, hr_buf_slice(&k), hr_slice_of((const char *)v, 8));
+    hr_buf_free(&k);
+}
+
+void zs_remove(rx *x, hr_slice key, uint64_t version, hr_slice member, uint64_t enc) {
+    hr_buf k = HR_BUF_INIT;
+    index_key(&k, key, version, enc, member);
+    rx_del(x, CF_ZINDEX, hr_buf_slice(&k));
+    hr_buf_clear(&k);
+    member_key(&k, key, version, member);
+    rx_del(x, CF_SUB, hr_buf_slice(&k));
+    hr_buf_free(&k);
+}
+
+int zs_scan(rx *x, hr_slice key, uint64_t version, bool reverse, double min, double max,
+            const hr_slice *after, zs_visit visit, void *ctx) {
+    if (min > max) return 0;
+    uint64_t emin = score_encode(min), emax = score_encode(max);
+    hr_buf lo = HR_BUF_INIT, hi = HR_BUF_INIT, target = HR_BUF_INIT;
+    key_prefix(&lo, key, version);
+    key_prefix_end(&hi, key, version);
+    const size_t plen = lo.len;
+    rx_iter ri;
+    rx_iter_open(x, &ri, CF_ZINDEX, hr_buf_slice(&lo), hr_buf_slice(&hi));
+
+    /* Position on the first candidate. Forward: (min, "") or the cursor,
+     * whichever is later. Backward: the last key below (max's successor, "")
+     * or the cursor, whichever is earlier. Entries equal to the cursor, and
+     * the rare key the seek lands on outside [min, max], are skipped below. */
+    unsigned char bound[8];
+    hr_store_u64be(bound, reverse ? emax + 1 : emin);
+    hr_slice start = hr_slice_of((const char *)bound, 8);
+    if (after && (reverse ? hr_slice_cmp(*after, start) < 0 : hr_slice_cmp(*after, start) > 0))
+        start = *after;
+    hr_buf_append_slice(&target, hr_buf_slice(&lo));
+    hr_buf_append_slice(&target, start);
+    if (reverse)
+        rocksdb_iter_seek_for_prev(ri.it, target.data, target.len);
+    else
+        rocksdb_iter_seek(ri.it, target.data, target.len);
+
+    for (; rocksdb_iter_valid(ri.it); reverse ? rocksdb_iter_prev(ri.it) : rocksdb_iter_next(ri.it)) {
+        hr_slice k = rx_iter_key(&ri);
+        /* The batch's own writes are not bounded by the snapshot's bounds. */
+        if (k.len < plen + 8 || memcmp(k.ptr, lo.data, plen) != 0) break;
+        hr_slice suffix = hr_slice_of(k.ptr + plen, k.len - plen);
+        uint64_t enc = load_u64(suffix.ptr);
+        if (reverse ? enc < emin : enc > emax) break;
+        if (reverse ? enc > emax : enc < emin) continue;
+        if (after && (reverse ? hr_slice_cmp(suffix, *after) >= 0 : hr_slice_cmp(suffix, *after) <= 0))
+            continue;
+        if (!visit(ctx, enc, hr_slice_of(suffix.ptr + 8, suffix.len - 8))) break;
+    }
+    int rc = rx_iter_status(x, &ri);
+    rx_iter_close(&ri);
+    hr_buf_free(&lo);
+    hr_buf_free(&hi);
+    hr_buf_free(&target);
+    return rc;
+}
+
+bool zs_collect(void *ctx, uint64_t enc, hr_slice member) {
+    zcollect *c = ctx;
+    if (c->n == c->max) return false;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 64;
+        uint64_t *e = hr_arena_alloc(c->mem, cap * sizeof *e);
+        hr_slice *m = hr_arena_alloc(c->mem, cap * sizeof *m);
+        if (c->n) {
+            memcpy(e, c->encs, c->n * sizeof *e);
+            memcpy(m, c->members, c->n * sizeof *m);
+        }
+        c->encs = e;
+        c->members = m;
+        c->cap = cap;
+    }
+    c->encs[c->n] = enc;
+    c->members[c->n] = hr_arena_copy(c->mem, member);
+    c->n++;
+    return true;
+}
+
+int zs_remove_range(rx *x, hr_slice key, rmeta *m, bool reverse, double min, double max, size_t limit,
+                    uint64_t *removed) {
+    zcollect c = {.mem = &x->mem, .max = limit};
+    int rc = zs_scan(x, key, m->version, reverse, min, max, NULL, zs_collect, &c);
+    if (rc) return rc;
+    for (size_t i = 0; i < c.n; i++)
+        zs_remove(x, key, m->version, c.members[i], c.encs[i]);
+    m->size -= c.n;
+    *removed = c.n;
+    return 0;
+}
+
+/* Write m after its size changed: a collection that became empty is deleted. */
+static void put_or_delete(rx *x, hr_slice key, const rmeta *m) {
+    if (m->size == 0)
+        rx_del(x, CF_META, key);
+    else
+        rx_put_meta(x, key, m);
+}
+
+/* Sorted sets ------------------------------------------------------------------ */
+
+/* Load a live sorted set: *exists false when the key is missing or expired;
+ * HR_EWRONGTYPE set in op's rc when it holds another type (returns 1: stop). */
+static int load_zset(rx *x, hr_op *op, rmeta *m, bool *exists) {
+    int rc = rx_meta(x, op->key, m);
+    if (rc) return rc;
+    *exists = meta_alive(m, x->now);
+    if (*exists && m->type != T_ZSET) {
+        op->result.rc = HR_EWRONGTYPE;
+        return 1;
+    }
+    return 0;
+}
+
+int op_zadd(rx *x, hr_op *op) {
+    rmeta m;
+    bool exists, found = false;
+    uint64_t old = 0;
+    int rc = load_zset(x, op, &m, &exists);
+    if (rc) return rc < 0 ? rc : 0;
+    if (!exists) {
+        memset(&m, 0, sizeof m);
+        m.type = T_ZSET;
+        m.version = rx_new_version(x);
+    }
+    if (m.size > 0 && (rc = zs_member(x, op->key, m.version, op->member, &found, &old))) return rc;
+    zs_write(x, op->key, m.version, op->member, found, old, score_encode(op->score));
+    if (!found) {
+        m.size++;
+        rx_put_meta(x, op->key, &m);
+    }
+    op->result.num = !found;
+    return 0;
+}
+
+int op_zrem(rx *x, hr_op *op) {
+    rmeta m;
+    bool exists, found = false;
+    uint64_t enc = 0;
+    int rc = load_zset(x, op, &m, &exists);
+    if (rc) return rc < 0 ? rc : 0;
+    if (exists && (rc = zs_member(x, op->key, m.version, op->member, &found, &enc))) return rc;
+    if (found) {
+        zs_remove(x, op->key, m.version, op->member, enc);
+        m.size--;
+        put_or_delete(x, op->key, &m);
+    }
+    op->result.num = found;
+    return 0;
+}
+
+int op_zscore(rx *x, hr_op *op) {
+    rmeta m;
+    bool exists, found = false;
+    uint64_t enc = 0;
+    int rc = load_zset(x, op, &m, &exists);
+    if (rc) return rc < 0 ? rc : 0;
+    if (exists && (rc = zs_member(x, op->key, m.version, op->member, &found, &enc))) return rc;
+    if (found)
+        op->result.score = score_decode(enc);
+    else
+        op->result.rc = HR_ENOTFOUND;
+    return 0;
+}
+
+int op_zcard(rx *x, hr_op *op) {
+    rmeta m;
+    bool exists;
+    int rc = load_zset(x, op, &m, &exists);
+    if (rc) return rc < 0 ? rc : 0;
+    op->result.num = exists ? (int64_t)m.size : 0;
+    return 0;
+}
+
+typedef struct zpage {
+    hr_arena *arena; /* the batch's: entries are results */
+    size_t skip, limit;
+    size_t cap; /* entries allocated: min(limit, size) */
+    hr_result *res;
+} zpage;
+
+static bool page(void *ctx, uint64_t enc, hr_slice member) {
+    zpage *p = ctx;
+    if (p->skip) {
+        p->skip--;
+        return true;
+    }
+    if (p->res->n_entries == p->limit) {
+        p->res->more = true; /* one past the page exists */
+        return false;
+    }
+    if (p->res->n_entries == p->cap) return false; /* more entries than the size says: stop safely */
+    hr_zentry *e = &p->res->entries[p->res->n_entries++];
+    e->score = score_decode(enc);
+    e->member = hr_arena_copy(p->arena, member);
+    return true;
+}
+
+int op_zrange(rx *x, hr_op *op) {
+    const hr_zrange_spec *sp = &op->range;
+    rmeta m;
+    bool exists;
+    int rc = load_zset(x, op, &m, &exists);
+    if (rc) return rc < 0 ? rc : 0;
+    if (!exists || sp->offset >= m.size) return 0;
+    size_t cap = sp->limit < m.size ? sp->limit : (size_t)m.size;
+    op->result.entries = hr_arena_alloc(&x->b->arena, cap * sizeof(hr_zentry));
+    zpage p = {.arena = &x->b->arena, .skip = sp->offset, .limit = sp->limit, .cap = cap, .res = &op->result};
+    hr_buf cursor = HR_BUF_INIT;
+    hr_slice after;
+    if (sp->has_cursor) {
+        append_u64(&cursor, score_encode(sp->cursor_score));
+        hr_buf_append_slice(&cursor, sp->cursor_member);
+        after = hr_buf_slice(&cursor);
+    }
+    rc = zs_scan(x, op->key, m.version, sp->reverse, sp->min, sp->max, sp->has_cursor ? &after : NULL, page,
+                 &p);
+    hr_buf_free(&cursor);
+    return rc;
+}
+
+int op_zremrange_score(rx *x, hr_op *op) {
+    rmeta m;
+    bool exists;
+    uint64_t removed = 0;
+    int rc = load_zset(x, op, &m, &exists);
+    if (rc) return rc < 0 ? rc : 0;
+    if (exists && (rc = zs_remove_range(x, op->key, &m, false, op->min, op->max, SIZE_MAX, &removed)))
+        return rc;
+    if (removed) put_or_delete(x, op->key, &m);
+    op->result.num = (int64_t)removed;
+    return 0;
+}
+
+int op_ztrim(rx *x, hr_op *op) {
+    rmeta m;
+    bool exists;
+    uint64_t removed = 0;
+    int rc = load_zset(x, op, &m, &exists);
+    if (rc) return rc < 0 ? rc : 0;
+    if (!exists || m.size <= op->keep) return 0;
+    if (op->keep == 0) {
+        /* Everything goes: one metadata delete, the compaction filter takes
+         * the sub-keys (their version no longer has a record). */
+        rx_del(x, CF_META, op->key);
+        op->result.num = (int64_t)m.size;
+        return 0;
+    }
+    /* Keeping the highest means removing from the low end, and vice versa. */
+    size_t excess = (size_t)(m.size - op->keep);
+    rc = zs_remove_range(x, op->key, &m, !op->keep_highest, -INFINITY, INFINITY, excess, &removed);
+    if (rc) return rc;
+    put_or_delete(x, op->key, &m);
+    op->result.num = (int64_t)removed;
+    return 0;
+}

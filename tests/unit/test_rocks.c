@@ -1,0 +1,265 @@
+/* test_rocks.c — what the store conformance suite (test_store.c) cannot see
+ * of the RocksDB backend: the compaction filters reclaiming sub-keys of
+ * deleted, overwritten and converted collections and dead sketch buckets,
+ * the HLL merge operator through flushes and compactions, durability across
+ * a reopen, and open errors. White-box: it looks at the column families
+ * through rocks_internal.h. */
+#include <criterion/criterion.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "store/rocks_internal.h"
+
+static char tmpdir[64], uri[128];
+static hr_store *S;
+
+static void open_store(void) {
+    hr_err err = {0};
+    int rc = hr_store_open(uri, NULL, &S, &err);
+    cr_assert_eq(rc, HR_OK, "open %s: %s", uri, err.msg);
+}
+
+static void init(void) {
+    strcpy(tmpdir, "/tmp/herald-rocks-XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir));
+    snprintf(uri, sizeof uri, "rocksdb:%s/db", tmpdir);
+    open_store();
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    return remove(path);
+}
+
+static void fini(void) {
+    hr_store_close(S);
+    S = NULL;
+    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(rocks_internals, .init = init, .fini = fini, .timeout = 60);
+
+/* Helpers -------------------------------------------------------------------- */
+
+static void exec(hr_batch *b) {
+    hr_err err = {0};
+    int rc = hr_store_exec(S, b, 0, &err);
+    cr_assert_eq(rc, HR_OK, "exec: %s", err.msg);
+}
+
+/* fmt with i, valid until the next call (the builders copy it at once). */
+static hr_slice str(const char *fmt, long i) {
+    static char tmp[64];
+    snprintf(tmp, sizeof tmp, fmt, i);
+    return hr_slice_str(tmp);
+}
+
+static void zadd_n(const char *key, long n) {
+    hr_batch *b = hr_batch_new();
+    for (long i = 0; i < n; i++) {
+        char m[32];
+        snprintf(m, sizeof m, "m%ld", i);
+        hr_zadd(b, hr_slice_str(key), (double)i, hr_slice_str(m));
+    }
+    exec(b);
+    hr_batch_free(b);
+}
+
+static int64_t dadd_n(const char *key, const char *fmt, long n, hr_distinct_params p) {
+    hr_batch *b = hr_batch_new();
+    size_t last = 0;
+    for (long i = 0; i < n; i++)
+        last = hr_dadd(b, hr_slice_str(key), str(fmt, i), &p);
+    exec(b);
+    int64_t count = hr_batch_result(b, last)->num;
+    hr_batch_free(b);
+    return count;
+}
+
+static int64_t one_num(void (*build)(hr_batch *b, void *arg), void *arg) {
+    hr_batch *b = hr_batch_new();
+    build(b, arg);
+    exec(b);
+    int64_t n = hr_batch_result(b, 0)->num;
+    hr_batch_free(b);
+    return n;
+}
+
+static void build_zcard(hr_batch *b, void *key) {
+    hr_zcard(b, hr_slice_str(key));
+}
+static void build_dcount(hr_batch *b, void *p) {
+    hr_dcount(b, hr_slice_str("d"), p);
+}
+
+static void compact_all(void) {
+    rocks_store *r = (rocks_store *)S;
+    for (int i = 0; i < CF_COUNT_; i++)
+        rocksdb_compact_range_cf(r->db, r->cf[i], NULL, 0, NULL, 0);
+}
+
+/* Keys of cf; with tag, only sketch keys whose byte after the prefix is tag. */
+static size_t count_keys(int cf, char tag) {
+    rocks_store *r = (rocks_store *)S;
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(r->db, ro, r->cf[cf]);
+    size_t n = 0;
+    for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t len;
+        const char *k = rocksdb_iter_key(it, &len);
+        hr_slice user, rest;
+        uint64_t version;
+        if (tag && (key_parse(hr_slice_of(k, len), &user, &version, &rest) != 0 || rest.len == 0 ||
+                    rest.ptr[0] != tag))
+            continue;
+        n++;
+    }
+    rocksdb_iter_destroy(it);
+    rocksdb_readoptions_destroy(ro);
+    return n;
+}
+
+/* Tests ------------------------------------------------------------------------ */
+
+Test(rocks_internals, compaction_reclaims_dead_subkeys) {
+    int64_t now = hr_now_ms();
+    zadd_n("deleted", 100);
+    zadd_n("overwritten", 50);
+    zadd_n("trimmed", 40);
+    zadd_n("alive", 30);
+    hr_distinct_params p = {.now_ms = now, .ttl_ms = 3600 * 1000, .exact_limit = 20};
+    dadd_n("d", "u%ld", 60, p); /* 20 exact members, then converted to sketches */
+    hr_batch *b = hr_batch_new();
+    hr_del(b, hr_slice_str("deleted"));
+    hr_put(b, hr_slice_str("overwritten"), hr_slice_str("a value now"), 0);
+    hr_ztrim(b, hr_slice_str("trimmed"), 0, true);
+    /* expired for longer than the filter's grace period */
+    hr_put(b, hr_slice_str("expired"), hr_slice_str("old"), now - 10 * 60 * 1000);
+    exec(b);
+    hr_batch_free(b);
+
+    /* before compaction the garbage is still there */
+    cr_assert_geq(count_keys(CF_SUB, 0), 100 + 50 + 40 + 30);
+    compact_all();
+    cr_assert_eq(count_keys(CF_SUB, 0), 30, "only the live set's members remain");
+    cr_assert_eq(count_keys(CF_ZINDEX, 0), 30);
+    cr_assert_eq(count_keys(CF_META, 0), 3, "alive, overwritten, d");
+    cr_assert_eq(count_keys(CF_SKETCH, SKETCH_BUCKET), 1);
+
+    /* and what lives reads the same */
+    cr_assert_eq(one_num(build_zcard, "alive"), 30);
+    hr_zrange_spec sp = hr_zrange_all(false, 100);
+    b = hr_batch_new();
+    hr_zrange(b, hr_slice_str("alive"), &sp);
+    exec(b);
+    cr_assert_eq(hr_batch_result(b, 0)->n_entries, 30);
+    hr_batch_free(b);
+    int64_t c = one_num(build_dcount, &p);
+    cr_assert(c >= 58 && c <= 62, "count %ld", (long)c);
+}
+
+Test(rocks_internals, compaction_drops_dead_buckets_only) {
+    int64_t now = hr_now_ms();
+    /* ttl 10 s, W = 1 s: an hour ago is long dead, now is alive */
+    hr_distinct_params old = {.now_ms = now - 3600 * 1000, .ttl_ms = 10000, .exact_limit = 100};
+    hr_distinct_params cur = {.now_ms = now, .ttl_ms = 10000, .exact_limit = 100};
+    dadd_n("d", "old%ld", 1000, old);
+    int64_t n = dadd_n("d", "new%ld", 1000, cur);
+    cr_assert(n > 970 && n < 1030, "count %ld: the old members must not count", (long)n);
+    /* the old members' bucket and the new one, until compaction */
+    cr_assert_eq(count_keys(CF_SKETCH, SKETCH_BUCKET), 2);
+    compact_all();
+    cr_assert_eq(count_keys(CF_SKETCH, SKETCH_BUCKET), 1);
+    cr_assert_eq(one_num(build_dcount, &cur), n);
+}
+
+Test(rocks_internals, merge_operator_through_compaction) {
+    /* many raises of one bucket: operands in the memtable, then merged by
+     * flush and compaction; the count must not move */
+    hr_distinct_params p = {.now_ms = hr_now_ms(), .ttl_ms = 3600 * 1000, .exact_limit = 10};
+    hr_batch *b = hr_batch_new();
+    int64_t count = 0;
+    for (long round = 0; round < 20; round++) {
+        hr_batch_reset(b);
+        for (long i = 0; i < 500; i++)
+            hr_dadd(b, hr_slice_str("d"), str("m%ld", round * 500 + i), &p);
+        exec(b);
+        count = hr_batch_result(b, 499)->num;
+        if (round == 10) compact_all(); /* merges a long chain once in the middle */
+    }
+    hr_batch_free(b);
+    cr_assert(count > 9700 && count < 10300, "count %ld for 10000", (long)count);
+    cr_assert_eq(one_num(build_dcount, &p), count);
+    compact_all();
+    cr_assert_eq(one_num(build_dcount, &p), count, "compaction changed the sketch");
+}
+
+static void build_get(hr_batch *b, void *key) {
+    hr_get(b, hr_slice_str(key));
+}
+
+Test(rocks_internals, reopen_keeps_everything) {
+    hr_distinct_params p = {.now_ms = hr_now_ms(), .ttl_ms = 3600 * 1000, .exact_limit = 50};
+    hr_batch *b = hr_batch_new();
+    hr_put(b, hr_slice_str("v"), hr_slice_str("kept"), 0);
+    hr_incr(b, hr_slice_str("c"), 42);
+    exec(b);
+    hr_batch_free(b);
+    zadd_n("z", 25);
+    zadd_n("gone", 10);
+    int64_t n = dadd_n("d", "m%ld", 2000, p);
+    b = hr_batch_new();
+    hr_del(b, hr_slice_str("gone"));
+    exec(b);
+    hr_batch_free(b);
+
+    hr_store_close(S); /* no flush needed: the WAL has it all */
+    S = NULL;
+    open_store();
+
+    b = hr_batch_new();
+    build_get(b, "v");
+    hr_counter_get(b, hr_slice_str("c"));
+    hr_zcard(b, hr_slice_str("z"));
+    hr_dcount(b, hr_slice_str("d"), &p);
+    hr_zadd(b, hr_slice_str("gone"), 1, hr_slice_str("fresh"));
+    hr_zcard(b, hr_slice_str("gone"));
+    exec(b);
+    const hr_result *r = hr_batch_result(b, 0);
+    cr_assert(r->rc == HR_OK && hr_slice_eq(r->value, hr_slice_str("kept")));
+    cr_assert_eq(hr_batch_result(b, 1)->num, 42);
+    cr_assert_eq(hr_batch_result(b, 2)->num, 25);
+    cr_assert_eq(hr_batch_result(b, 3)->num, n);
+    cr_assert_eq(hr_batch_result(b, 4)->num, 1);
+    cr_assert_eq(hr_batch_result(b, 5)->num, 1, "a set created after a reopen must not see old members");
+    hr_batch_free(b);
+}
+
+Test(rocks_internals, open_errors) {
+    hr_store *s = NULL;
+    hr_err err = {0};
+    cr_assert_eq(hr_store_open("rocksdb:", NULL, &s, &err), HR_EINVAL);
+    cr_assert_null(s);
+    cr_assert_eq(hr_store_open("rocksdb:/dev/null/x", NULL, &s, &err), HR_EIO);
+    cr_assert_null(s);
+    cr_assert(strlen(err.msg) > 0);
+    /* a second open of the same directory is refused by RocksDB's lock */
+    cr_assert_eq(hr_store_open(uri, NULL, &s, &err), HR_EIO);
+    cr_assert(strstr(err.msg, "rocksdb") != NULL, "%s", err.msg);
+}
+
+Test(rocks_internals, sync_and_small_cache) {
+    hr_store_close(S);
+    hr_store_options o = {.sync = true, .cache_bytes = 1 << 20};
+    hr_err err = {0};
+    cr_assert_eq(hr_store_open(uri, &o, &S, &err), HR_OK, "%s", err.msg);
+    cr_assert_str_eq(hr_store_kind(S), "rocksdb");
+    cr_assert_eq(hr_store_ping(S, &err), HR_OK);
+    hr_batch *b = hr_batch_new();
+    hr_incr(b, hr_slice_str("c"), 1);
+    exec(b);
+    cr_assert_eq(hr_batch_result(b, 0)->num, 1);
+    hr_batch_free(b);
+}

@@ -1,0 +1,969 @@
+/* test_store.c — the store conformance suite: every implemented primitive of
+ * store.h, run against both backends.
+ *
+ * Each check is written once, as `check_NAME(hr_store *s)`, and STORE_TEST
+ * registers it twice: in suite `rocks` on a store opened on a fresh temporary
+ * directory (removed afterwards), and in suite `redis` on the cluster named
+ * by $HERALD_TEST_REDIS (scripts/test.sh starts one and sets it). Without the
+ * variable the redis tests fail, saying so: a suite that silently passes
+ * when its backend is missing would hide a broken backend.
+ *
+ * The Redis cluster is shared by every test (and every run), so each test
+ * names its keys under a random prefix: K("name") is "t:<random>:name", and
+ * KT("name") "{t:<random>}:name" for batches that must stay in one hash slot
+ * (HR_EXEC_ATOMIC on Redis Cluster).
+ *
+ * Tests that need time to pass use the distinct counters' now_ms where the
+ * contract lets the caller choose the clock, and real sleeps (1.5 s in total
+ * per backend) only where the backend's own clock decides. What only the
+ * RocksDB backend has (compaction filters, merge operator, reopen) is tested
+ * in test_rocks.c.
+ *
+ * Criterion filters are suite/test globs: --filter 'rocks/STAR' runs one
+ * backend, --filter 'STAR/zrange_STAR' one check on both (STAR being '*').
+ */
+#include <criterion/criterion.h>
+#include <ftw.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/arena.h"
+#include "common/clock.h"
+#include "store/store.h"
+
+/* Fixtures ------------------------------------------------------------------ */
+
+static hr_store *S;          /* the store under test, or NULL */
+static char open_error[512]; /* why S is NULL */
+static char tmpdir[64];      /* rocks: the DB directory */
+static char prefix[40];      /* this test's key namespace */
+static hr_arena keys;        /* memory of K() / KT() / M() */
+static hr_batch *B;          /* the batch of ONE() */
+
+static void random_prefix(void) {
+    unsigned char r[8] = {0};
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (f) {
+        if (fread(r, 1, sizeof r, f) != sizeof r) r[0] ^= (unsigned char)getpid();
+        fclose(f);
+    }
+    snprintf(prefix, sizeof prefix, "t:%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5],
+             r[6], r[7]);
+}
+
+static void common_init(void) {
+    random_prefix();
+    B = hr_batch_new();
+}
+
+static void common_fini(void) {
+    hr_batch_free(B);
+    hr_store_close(S);
+    S = NULL;
+    hr_arena_free(&keys);
+}
+
+static void open_uri(const char *uri) {
+    hr_err err = {0};
+    if (hr_store_open(uri, NULL, &S, &err) != HR_OK)
+        snprintf(open_error, sizeof open_error, "cannot open %s: %s (%s)", uri, err.msg,
+                 hr_errname(err.code));
+}
+
+static void rocks_init(void) {
+    common_init();
+    strcpy(tmpdir, "/tmp/herald-store-XXXXXX");
+    if (mkdtemp(tmpdir) == NULL) {
+        snprintf(open_error, sizeof open_error, "mkdtemp failed");
+        return;
+    }
+    char uri[128];
+    snprintf(uri, sizeof uri, "rocksdb:%s/db", tmpdir);
+    open_uri(uri);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void rocks_fini(void) {
+    common_fini();
+    if (tmpdir[0]) nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void redis_init(void) {
+    common_init();
+    const char *uri = getenv("HERALD_TEST_REDIS");
+    if (uri == NULL || *uri == '\0') {
+        snprintf(
+            open_error, sizeof open_error,
+            "HERALD_TEST_REDIS is not set: run scripts/test.sh, which starts a Redis Cluster and sets it "
+            "(e.g. HERALD_TEST_REDIS=redis://127.0.0.1:7100)");
+        return;
+    }
+    open_uri(uri);
+}
+
+TestSuite(rocks, .init = rocks_init, .fini = rocks_fini, .timeout = 60);
+TestSuite(redis, .init = redis_init, .fini = common_fini, .timeout = 60);
+
+static hr_store *require_store(void) {
+    if (S == NULL) cr_assert_fail("%s", open_error);
+    return S;
+}
+
+/* One check, registered for both backends. */
+#define STORE_TEST(name)                                                                                     \
+    static void check_##name(hr_store *s);                                                                   \
+    Test(rocks, name) {                                                                                      \
+        check_##name(require_store());                                                                       \
+    }                                                                                                        \
+    Test(redis, name) {                                                                                      \
+        check_##name(require_store());                                                                       \
+    }                                                                                                        \
+    static void check_##name(hr_store *s)
+
+/* Helpers ------------------------------------------------------------------- */
+
+/* This test's key `name` (binary-safe: n bytes). */
+static hr_slice Kn(const char *name, size_t n) {
+    size_t p = strlen(prefix);
+    char *k = hr_arena_alloc(&keys, p + 1 + n);
+    memcpy(k, prefix, p);
+    k[p] = ':';
+    memcpy(k + p + 1, name, n);
+    return hr_slice_of(k, p + 1 + n);
+}
+static hr_slice K(const char *name) {
+    return Kn(name, strlen(name));
+}
+
+/* This test's key `name` under its hash tag (one Redis Cluster slot). */
+static hr_slice KT(const char *name) {
+    char *k = hr_arena_alloc(&keys, strlen(prefix) + strlen(name) + 4);
+    sprintf(k, "{%s}:%s", prefix, name);
+    return hr_slice_str(k);
+}
+
+static hr_slice M(const char *s) {
+    return hr_slice_str(s);
+}
+
+static hr_slice Mf(const char *fmt, long i) {
+    char *m = hr_arena_alloc(&keys, 32);
+    snprintf(m, 32, fmt, i);
+    return hr_slice_str(m);
+}
+
+static void exec_flags(hr_store *s, hr_batch *b, unsigned flags) {
+    hr_err err = {0};
+    int rc = hr_store_exec(s, b, flags, &err);
+    cr_assert_eq(rc, HR_OK, "exec: %s: %s", hr_errname(rc), err.msg);
+}
+static void exec(hr_store *s, hr_batch *b) {
+    exec_flags(s, b, 0);
+}
+
+/* Run B, which holds one op, and return its result (valid until the next
+ * ONE). Usage: ONE(s, hr_get(B, K("a")))->rc */
+static const hr_result *exec_one(hr_store *s) {
+    exec(s, B);
+    return hr_batch_result(B, 0);
+}
+#define ONE(s, call) (hr_batch_reset(B), (void)(call), exec_one(s))
+
+static hr_distinct_params dp(int64_t now, int64_t ttl, int64_t limit) {
+    hr_distinct_params p = {.now_ms = now, .ttl_ms = ttl, .exact_limit = limit};
+    return p;
+}
+
+#define assert_rc(r, want)                                                                                   \
+    cr_assert_eq((r)->rc, (want), "rc %s, expected %s", hr_errname((r)->rc), hr_errname(want))
+
+static void assert_value(const hr_result *r, const char *want, size_t n) {
+    assert_rc(r, HR_OK);
+    cr_assert_eq(r->value.len, n, "value length %zu, expected %zu", r->value.len, n);
+    cr_assert_eq(memcmp(r->value.ptr, want, n), 0, "value differs");
+}
+
+/* Assert a zrange result: members in order, given as "a b c" (scores not checked). */
+static void assert_members(const hr_result *r, const char *want, bool more) {
+    assert_rc(r, HR_OK);
+    char got[1024] = "";
+    for (size_t i = 0; i < r->n_entries; i++) {
+        if (i) strcat(got, " ");
+        strncat(got, r->entries[i].member.ptr, r->entries[i].member.len);
+    }
+    cr_assert_str_eq(got, want, "members '%s', expected '%s'", got, want);
+    cr_assert_eq(r->more, more, "more=%d, expected %d (members '%s')", r->more, more, got);
+}
+
+static hr_zrange_spec range(bool reverse, double min, double max, size_t limit) {
+    hr_zrange_spec sp = hr_zrange_all(reverse, limit);
+    sp.min = min;
+    sp.max = max;
+    return sp;
+}
+
+static hr_zrange_spec after(hr_zrange_spec sp, double score, const char *member) {
+    sp.has_cursor = true;
+    sp.cursor_score = score;
+    sp.cursor_member = M(member);
+    return sp;
+}
+
+static int64_t dadd_n(hr_store *s, hr_slice key, const char *fmt, long from, long to, hr_distinct_params p) {
+    /* batches of 250, as the API layer would send them */
+    int64_t last = 0;
+    hr_batch *b = hr_batch_new();
+    for (long i = from; i < to;) {
+        hr_batch_reset(b);
+        size_t idx = 0;
+        for (int k = 0; k < 250 && i < to; k++, i++)
+            idx = hr_dadd(b, key, Mf(fmt, i), &p);
+        exec(s, b);
+        assert_rc(hr_batch_result(b, idx), HR_OK);
+        last = hr_batch_result(b, idx)->num;
+    }
+    hr_batch_free(b);
+    return last;
+}
+
+static void assert_near(int64_t got, double want, double rel, const char *what) {
+    cr_assert(fabs((double)got - want) <= rel * want, "%s: %ld, expected %.0f +- %.1f %%", what, (long)got,
+              want, 100 * rel);
+}
+
+/* Values -------------------------------------------------------------------- */
+
+STORE_TEST(value_get_put_del) {
+    hr_slice k = K("v");
+    assert_rc(ONE(s, hr_get(B, k)), HR_ENOTFOUND);
+    assert_rc(ONE(s, hr_put(B, k, M("one"), 0)), HR_OK);
+    assert_value(ONE(s, hr_get(B, k)), "one", 3);
+    ONE(s, hr_put(B, k, M("second value"), 0));
+    assert_value(ONE(s, hr_get(B, k)), "second value", 12);
+    ONE(s, hr_put(B, k, M(""), 0));
+    assert_value(ONE(s, hr_get(B, k)), "", 0);
+    cr_assert_eq(ONE(s, hr_del(B, k))->num, 1);
+    assert_rc(ONE(s, hr_get(B, k)), HR_ENOTFOUND);
+    cr_assert_eq(ONE(s, hr_del(B, k))->num, 0, "deleting a missing key deletes nothing");
+}
+
+STORE_TEST(value_binary_safe) {
+    hr_slice k1 = Kn("a\0b\xff", 4), k2 = Kn("a\0c\xff", 4);
+    const char v1[] = {'x', 0, 'y', (char)0xff, 0};
+    hr_batch *b = hr_batch_new();
+    hr_put(b, k1, hr_slice_of(v1, sizeof v1), 0);
+    hr_put(b, k2, M("other"), 0);
+    exec(s, b);
+    assert_value(ONE(s, hr_get(B, k1)), v1, sizeof v1);
+    assert_value(ONE(s, hr_get(B, k2)), "other", 5);
+    hr_batch_free(b);
+}
+
+STORE_TEST(value_expiry) {
+    int64_t now = hr_now_ms();
+    hr_slice k = K("e");
+    ONE(s, hr_put(B, k, M("past"), now - 1000));
+    assert_rc(ONE(s, hr_get(B, k)), HR_ENOTFOUND);
+    ONE(s, hr_put(B, k, M("future"), now + 60000));
+    assert_value(ONE(s, hr_get(B, k)), "future", 6);
+    /* expire 0 removes the expiry; expire in the past deletes */
+    cr_assert_eq(ONE(s, hr_expire(B, k, 0))->num, 1);
+    assert_value(ONE(s, hr_get(B, k)), "future", 6);
+    cr_assert_eq(ONE(s, hr_expire(B, k, now - 1))->num, 1);
+    assert_rc(ONE(s, hr_get(B, k)), HR_ENOTFOUND);
+    cr_assert_eq(ONE(s, hr_expire(B, K("missing"), now + 1000))->num, 0);
+    /* and the store's own clock expires it */
+    ONE(s, hr_put(B, k, M("short"), hr_now_ms() + 300));
+    assert_value(ONE(s, hr_get(B, k)), "short", 5);
+    usleep(450 * 1000);
+    assert_rc(ONE(s, hr_get(B, k)), HR_ENOTFOUND);
+}
+
+STORE_TEST(value_multi_get_100) {
+    hr_batch *b = hr_batch_new();
+    for (long i = 0; i < 100; i++)
+        hr_put(b, K(Mf("mg%ld", i).ptr), Mf("value-%ld", i), 0);
+    exec(s, b);
+    hr_batch_reset(b);
+    /* 100 present interleaved with 10 missing, in one batch */
+    for (long i = 0; i < 110; i++)
+        hr_get(b, K(Mf(i % 11 == 10 ? "nope%ld" : "mg%ld", i - i / 11).ptr));
+    exec(s, b);
+    for (long i = 0; i < 110; i++) {
+        const hr_result *r = hr_batch_result(b, (size_t)i);
+        if (i % 11 == 10) {
+            assert_rc(r, HR_ENOTFOUND);
+        } else {
+            hr_slice want = Mf("value-%ld", i - i / 11);
+            assert_value(r, want.ptr, want.len);
+        }
+    }
+    hr_batch_free(b);
+}
+
+/* Expiry of every type -------------------------------------------------------- */
+
+STORE_TEST(expire_every_type) {
+    int64_t now = hr_now_ms();
+    hr_distinct_params p = dp(now, 60000, 100);
+    hr_batch *b = hr_batch_new();
+    hr_put(b, K("s"), M("v"), 0);
+    hr_incr(b, K("c"), 5);
+    hr_zadd(b, K("z"), 1, M("m"));
+    hr_dadd(b, K("d"), M("m"), &p);
+    exec(s, b);
+
+    /* a future expiry keeps every type readable */
+    hr_batch_reset(b);
+    const char *names[] = {"s", "c", "z", "d"};
+    for (int i = 0; i < 4; i++)
+        hr_expire(b, K(names[i]), now + 60000);
+    exec(s, b);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(hr_batch_result(b, (size_t)i)->num, 1, "expire %s", names[i]);
+    hr_batch_reset(b);
+    hr_get(b, K("s"));
+    hr_counter_get(b, K("c"));
+    hr_zcard(b, K("z"));
+    hr_dcount(b, K("d"), &p);
+    exec(s, b);
+    assert_value(hr_batch_result(b, 0), "v", 1);
+    cr_assert_eq(hr_batch_result(b, 1)->num, 5);
+    cr_assert_eq(hr_batch_result(b, 2)->num, 1);
+    cr_assert_eq(hr_batch_result(b, 3)->num, 1);
+
+    /* a past one removes every type */
+    hr_batch_reset(b);
+    for (int i = 0; i < 4; i++)
+        hr_expire(b, K(names[i]), now - 1);
+    exec(s, b);
+    hr_batch_reset(b);
+    hr_get(b, K("s"));
+    hr_counter_get(b, K("c"));
+    hr_zcard(b, K("z"));
+    hr_dcount(b, K("d"), &p);
+    hr_zscore(b, K("z"), M("m"));
+    exec(s, b);
+    assert_rc(hr_batch_result(b, 0), HR_ENOTFOUND);
+    cr_assert_eq(hr_batch_result(b, 1)->num, 0);
+    cr_assert_eq(hr_batch_result(b, 2)->num, 0);
+    cr_assert_eq(hr_batch_result(b, 3)->num, 0);
+    assert_rc(hr_batch_result(b, 4), HR_ENOTFOUND);
+    /* and the keys are free for new values of any type */
+    cr_assert_eq(ONE(s, hr_zadd(B, K("s"), 2, M("x")))->num, 1);
+    cr_assert_eq(ONE(s, hr_incr(B, K("z"), 3))->num, 3);
+    hr_batch_free(b);
+}
+
+/* Counters ------------------------------------------------------------------------ */
+
+STORE_TEST(counter_incr) {
+    hr_slice k = K("cnt");
+    const hr_result *r = ONE(s, hr_counter_get(B, k));
+    assert_rc(r, HR_OK);
+    cr_assert_eq(r->num, 0, "a missing counter reads 0");
+    cr_assert_eq(ONE(s, hr_incr(B, k, 5))->num, 5);
+    cr_assert_eq(ONE(s, hr_incr(B, k, -7))->num, -2);
+    cr_assert_eq(ONE(s, hr_incr(B, k, 0))->num, -2);
+    cr_assert_eq(ONE(s, hr_counter_get(B, k))->num, -2);
+    cr_assert_eq(ONE(s, hr_incr(B, k, INT64_C(1) << 40))->num, (INT64_C(1) << 40) - 2);
+    cr_assert_eq(ONE(s, hr_del(B, k))->num, 1);
+    cr_assert_eq(ONE(s, hr_counter_get(B, k))->num, 0);
+}
+
+enum { THREADS = 8 };
+
+typedef struct worker {
+    hr_store *s;
+    hr_slice key;
+    int id, n;
+    int64_t *seen; /* results, n of them */
+    int failures;
+    int64_t max;
+} worker;
+
+static void *incr_worker(void *arg) {
+    worker *w = arg;
+    hr_batch *b = hr_batch_new();
+    for (int i = 0; i < w->n; i++) {
+        hr_batch_reset(b);
+        hr_incr(b, w->key, 1);
+        if (hr_store_exec(w->s, b, 0, NULL) != HR_OK || hr_batch_result(b, 0)->rc != HR_OK)
+            w->failures++;
+        else
+            w->seen[i] = hr_batch_result(b, 0)->num;
+    }
+    hr_batch_free(b);
+    return NULL;
+}
+
+STORE_TEST(counter_concurrent_incr) {
+    enum { PER = 400, TOTAL = THREADS * PER };
+    worker w[THREADS];
+    pthread_t t[THREADS];
+    int64_t *seen = calloc(TOTAL, sizeof *seen);
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (worker){.s = s, .key = K("hot"), .id = i, .n = PER, .seen = seen + i * PER};
+        pthread_create(&t[i], NULL, incr_worker, &w[i]);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < THREADS; i++)
+        cr_assert_eq(w[i].failures, 0);
+    cr_assert_eq(ONE(s, hr_counter_get(B, K("hot")))->num, TOTAL);
+    /* every increment answered a different new value: 1..TOTAL once each */
+    char *hit = calloc(TOTAL + 1, 1);
+    for (int i = 0; i < TOTAL; i++) {
+        cr_assert(seen[i] >= 1 && seen[i] <= TOTAL, "answer %ld out of range", (long)seen[i]);
+        cr_assert_not(hit[seen[i]], "two increments answered %ld", (long)seen[i]);
+        hit[seen[i]] = 1;
+    }
+    free(hit);
+    free(seen);
+}
+
+/* Sorted sets ------------------------------------------------------------------------ */
+
+STORE_TEST(zset_add_score_rem_card) {
+    hr_slice z = K("z");
+    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, 0);
+    assert_rc(ONE(s, hr_zscore(B, z, M("a"))), HR_ENOTFOUND);
+    cr_assert_eq(ONE(s, hr_zadd(B, z, 1.5, M("a")))->num, 1, "new member");
+    cr_assert_eq(ONE(s, hr_zadd(B, z, 2, M("b")))->num, 1);
+    cr_assert_eq(ONE(s, hr_zadd(B, z, -3.25, M("a")))->num, 0, "updated member");
+    cr_assert_eq(ONE(s, hr_zadd(B, z, -3.25, M("a")))->num, 0, "same score again");
+    const hr_result *r = ONE(s, hr_zscore(B, z, M("a")));
+    assert_rc(r, HR_OK);
+    cr_assert_eq(r->score, -3.25);
+    assert_rc(ONE(s, hr_zscore(B, z, M("nope"))), HR_ENOTFOUND);
+    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, 2);
+    cr_assert_eq(ONE(s, hr_zrem(B, z, M("nope")))->num, 0);
+    cr_assert_eq(ONE(s, hr_zrem(B, z, M("a")))->num, 1);
+    cr_assert_eq(ONE(s, hr_zrem(B, z, M("a")))->num, 0);
+    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, 1);
+    /* millisecond times are exact */
+    ONE(s, hr_zadd(B, z, 1733000000123.0, M("t")));
+    cr_assert_eq(ONE(s, hr_zscore(B, z, M("t")))->score, 1733000000123.0);
+    /* the old score is gone from the index: only the new one ranges */
+    hr_zrange_spec sp = range(false, -10, 0, 10);
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "", false);
+}
+
+/* z: (-1.5 z) (1 a) (2 b) (2 c) (3 d) (5 e) */
+static void fill_zset(hr_store *s, hr_slice z) {
+    hr_batch *b = hr_batch_new();
+    hr_zadd(b, z, 2, M("c"));
+    hr_zadd(b, z, 5, M("e"));
+    hr_zadd(b, z, -1.5, M("z"));
+    hr_zadd(b, z, 1, M("a"));
+    hr_zadd(b, z, 3, M("d"));
+    hr_zadd(b, z, 2, M("b"));
+    exec(s, b);
+    hr_batch_free(b);
+}
+
+STORE_TEST(zrange_bounds_and_order) {
+    hr_slice z = K("z");
+    fill_zset(s, z);
+    hr_zrange_spec sp = hr_zrange_all(false, 100);
+    const hr_result *r = ONE(s, hr_zrange(B, z, &sp));
+    assert_members(r, "z a b c d e", false);
+    cr_assert_eq(r->entries[0].score, -1.5);
+    cr_assert_eq(r->entries[5].score, 5);
+    sp = hr_zrange_all(true, 100);
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "e d c b a z", false);
+    sp = range(false, 2, 3, 100);
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "b c d", false);
+    sp = range(true, 2, 3, 100);
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "d c b", false);
+    sp = range(false, 2, 2, 100);
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "b c", false);
+    sp = range(false, 3.5, 4.5, 100);
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "", false);
+    sp = range(false, 4, 1, 100);
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "", false);
+    sp = hr_zrange_all(false, 10);
+    assert_members(ONE(s, hr_zrange(B, K("missing"), &sp)), "", false);
+}
+
+STORE_TEST(zrange_limit_offset_more) {
+    hr_slice z = K("z");
+    fill_zset(s, z);
+    hr_zrange_spec sp = hr_zrange_all(false, 2);
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "z a", true);
+    sp.offset = 2;
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "b c", true);
+    sp.offset = 4;
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "d e", false);
+    sp.offset = 6;
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "", false);
+    sp = hr_zrange_all(true, 3);
+    sp.offset = 1;
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "d c b", true);
+    sp = range(false, 1, 3, 4);
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "a b c d", false);
+    sp = range(false, 1, 3, 3);
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "a b c", true);
+}
+
+STORE_TEST(zrange_cursor_exclusive) {
+    hr_slice z = K("z");
+    fill_zset(s, z);
+    hr_zrange_spec sp = after(hr_zrange_all(false, 100), 2, "b");
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "c d e", false);
+    sp = after(hr_zrange_all(false, 100), 2, "c");
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "d e", false);
+    sp = after(hr_zrange_all(false, 100), 2, "bb"); /* not a member: between b and c */
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "c d e", false);
+    sp = after(hr_zrange_all(true, 100), 2, "c");
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "b a z", false);
+    sp = after(hr_zrange_all(true, 100), 2, "b");
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "a z", false);
+    sp = after(hr_zrange_all(true, 2), 5, "e");
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "d c", true);
+    /* a cursor outside the bounds: the bounds win */
+    sp = after(range(false, 2, 3, 100), -100, "x");
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "b c d", false);
+    sp = after(range(true, 2, 3, 100), 100, "x");
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "d c b", false);
+    sp = after(range(false, 1, 3, 100), 2, "b");
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "c d", false);
+    sp = after(hr_zrange_all(false, 100), 5, "e");
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "", false);
+}
+
+STORE_TEST(zrange_pages_over_equal_scores) {
+    /* 50 members with one score: pages of 7 by cursor see each once, in
+     * member order, both ways */
+    hr_slice z = K("eq");
+    hr_batch *b = hr_batch_new();
+    for (long i = 0; i < 50; i++)
+        hr_zadd(b, z, 7, Mf("m%02ld", i));
+    exec(s, b);
+    for (int reverse = 0; reverse < 2; reverse++) {
+        hr_zrange_spec sp = hr_zrange_all(reverse, 7);
+        long seen = 0;
+        char last[16] = "";
+        for (int page = 0; page < 20; page++) {
+            const hr_result *r = ONE(s, hr_zrange(B, z, &sp));
+            assert_rc(r, HR_OK);
+            for (size_t i = 0; i < r->n_entries; i++, seen++) {
+                long want = reverse ? 49 - seen : seen;
+                hr_slice m = Mf("m%02ld", want);
+                cr_assert(hr_slice_eq(r->entries[i].member, m), "page %d entry %zu: %.*s, expected %s", page,
+                          i, (int)r->entries[i].member.len, r->entries[i].member.ptr, m.ptr);
+            }
+            if (!r->more) break;
+            cr_assert_eq(r->n_entries, 7);
+            snprintf(last, sizeof last, "%.*s", (int)r->entries[6].member.len, r->entries[6].member.ptr);
+            sp = after(sp, 7, last); /* hr_zrange copies the cursor */
+        }
+        cr_assert_eq(seen, 50, "%s pages saw %ld members", reverse ? "reverse" : "forward", seen);
+    }
+    hr_batch_free(b);
+}
+
+STORE_TEST(zremrange_score) {
+    hr_slice z = K("z");
+    fill_zset(s, z);
+    cr_assert_eq(ONE(s, hr_zremrange_score(B, z, 2, 3))->num, 3);
+    hr_zrange_spec sp = hr_zrange_all(false, 100);
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "z a e", false);
+    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, 3);
+    cr_assert_eq(ONE(s, hr_zremrange_score(B, z, 10, 20))->num, 0);
+    cr_assert_eq(ONE(s, hr_zremrange_score(B, z, -INFINITY, INFINITY))->num, 3);
+    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, 0);
+    cr_assert_eq(ONE(s, hr_zremrange_score(B, K("missing"), 0, 1))->num, 0);
+}
+
+STORE_TEST(ztrim_both_directions) {
+    hr_slice z = K("z");
+    hr_batch *b = hr_batch_new();
+    for (long i = 0; i < 10; i++)
+        hr_zadd(b, z, (double)i, Mf("m%ld", i));
+    exec(s, b);
+    cr_assert_eq(ONE(s, hr_ztrim(B, z, 7, true))->num, 3, "keep the 7 highest");
+    hr_zrange_spec sp = hr_zrange_all(false, 100);
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "m3 m4 m5 m6 m7 m8 m9", false);
+    cr_assert_eq(ONE(s, hr_ztrim(B, z, 4, false))->num, 3, "keep the 4 lowest");
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "m3 m4 m5 m6", false);
+    cr_assert_eq(ONE(s, hr_ztrim(B, z, 10, true))->num, 0, "nothing past keep");
+    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, 4);
+    /* ties are cut by member order */
+    hr_batch_reset(b);
+    hr_zadd(b, K("tie"), 1, M("a"));
+    hr_zadd(b, K("tie"), 1, M("b"));
+    hr_zadd(b, K("tie"), 1, M("c"));
+    exec(s, b);
+    cr_assert_eq(ONE(s, hr_ztrim(B, K("tie"), 2, true))->num, 1);
+    assert_members(ONE(s, hr_zrange(B, K("tie"), &sp)), "b c", false);
+    cr_assert_eq(ONE(s, hr_ztrim(B, z, 0, true))->num, 4, "keep none");
+    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, 0);
+    hr_batch_free(b);
+}
+
+STORE_TEST(zset_empty_disappears) {
+    hr_slice z = K("z");
+    ONE(s, hr_zadd(B, z, 1, M("only")));
+    cr_assert_eq(ONE(s, hr_zrem(B, z, M("only")))->num, 1);
+    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, 0);
+    cr_assert_eq(ONE(s, hr_expire(B, z, hr_now_ms() + 10000))->num, 0, "an emptied set is no key");
+    cr_assert_eq(ONE(s, hr_del(B, z))->num, 0);
+    /* the key is free for another type */
+    assert_rc(ONE(s, hr_put(B, z, M("v"), 0)), HR_OK);
+    assert_value(ONE(s, hr_get(B, z)), "v", 1);
+}
+
+STORE_TEST(zset_del_whole) {
+    hr_slice z = K("big");
+    hr_batch *b = hr_batch_new();
+    for (long i = 0; i < 300; i++)
+        hr_zadd(b, z, (double)(i % 17), Mf("m%ld", i));
+    exec(s, b);
+    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, 300);
+    cr_assert_eq(ONE(s, hr_del(B, z))->num, 1);
+    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, 0);
+    hr_zrange_spec sp = hr_zrange_all(false, 100);
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "", false);
+    assert_rc(ONE(s, hr_zscore(B, z, M("m5"))), HR_ENOTFOUND);
+    /* a new set under the key starts empty: none of the old members return */
+    cr_assert_eq(ONE(s, hr_zadd(B, z, 3, M("m5")))->num, 1);
+    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, 1);
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "m5", false);
+    /* overwriting with a value drops the set the same way */
+    ONE(s, hr_put(B, z, M("v"), 0));
+    cr_assert_eq(ONE(s, hr_zadd(B, K("other"), 1, M("x")))->num, 1);
+    ONE(s, hr_del(B, z));
+    cr_assert_eq(ONE(s, hr_zadd(B, z, 1, M("m7")))->num, 1);
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "m7", false);
+    hr_batch_free(b);
+}
+
+STORE_TEST(wrong_type) {
+    ONE(s, hr_put(B, K("str"), M("v"), 0));
+    ONE(s, hr_zadd(B, K("zs"), 1, M("m")));
+    hr_distinct_params p = dp(hr_now_ms(), 60000, 10);
+    hr_batch *b = hr_batch_new();
+    hr_zadd(b, K("str"), 1, M("m"));
+    hr_zrange_spec sp = hr_zrange_all(false, 10);
+    hr_zrange(b, K("str"), &sp);
+    hr_zcard(b, K("str"));
+    hr_get(b, K("zs"));
+    hr_incr(b, K("zs"), 1);
+    hr_dadd(b, K("zs"), M("m"), &p);
+    hr_get(b, K("str")); /* the batch goes on after a wrong-type op */
+    exec(s, b);
+    for (size_t i = 0; i < 6; i++)
+        assert_rc(hr_batch_result(b, i), HR_EWRONGTYPE);
+    assert_value(hr_batch_result(b, 6), "v", 1);
+    /* nothing was changed by the refused ops */
+    cr_assert_eq(ONE(s, hr_zcard(B, K("zs")))->num, 1);
+    hr_batch_free(b);
+}
+
+/* Distinct counts --------------------------------------------------------------------- */
+
+STORE_TEST(distinct_exact) {
+    hr_slice d = K("d");
+    hr_distinct_params p = dp(hr_now_ms(), 60000, 100);
+    cr_assert_eq(ONE(s, hr_dcount(B, d, &p))->num, 0);
+    cr_assert_eq(ONE(s, hr_dadd(B, d, M("a"), &p))->num, 1);
+    cr_assert_eq(ONE(s, hr_dadd(B, d, M("b"), &p))->num, 2);
+    cr_assert_eq(ONE(s, hr_dadd(B, d, M("a"), &p))->num, 2, "re-add does not count twice");
+    cr_assert_eq(ONE(s, hr_dadd(B, d, M("c"), &p))->num, 3);
+    cr_assert_eq(ONE(s, hr_dcount(B, d, &p))->num, 3);
+    cr_assert_eq(dadd_n(s, d, "m%ld", 0, 97, p), 100, "exact up to exact_limit");
+    cr_assert_eq(ONE(s, hr_dcount(B, d, &p))->num, 100);
+}
+
+STORE_TEST(distinct_member_ttl) {
+    /* the caller's clock decides which members count */
+    int64_t t0 = hr_now_ms();
+    hr_slice d = K("d");
+    hr_distinct_params p = dp(t0, 1000, 100);
+    ONE(s, hr_dadd(B, d, M("a"), &p));
+    p.now_ms = t0 + 500;
+    cr_assert_eq(ONE(s, hr_dadd(B, d, M("b"), &p))->num, 2);
+    p.now_ms = t0 + 999;
+    cr_assert_eq(ONE(s, hr_dcount(B, d, &p))->num, 2);
+    p.now_ms = t0 + 1000;
+    cr_assert_eq(ONE(s, hr_dcount(B, d, &p))->num, 1, "a counts while now < t + ttl");
+    p.now_ms = t0 + 900;
+    ONE(s, hr_dadd(B, d, M("a"), &p)); /* refresh a */
+    p.now_ms = t0 + 1600;
+    cr_assert_eq(ONE(s, hr_dcount(B, d, &p))->num, 1, "a refreshed at t0+900, b expired");
+    cr_assert_eq(ONE(s, hr_dadd(B, d, M("c"), &p))->num, 2, "an add after expiry counts the live ones");
+    p.now_ms = t0 + 5000;
+    cr_assert_eq(ONE(s, hr_dcount(B, d, &p))->num, 0);
+}
+
+STORE_TEST(distinct_expires_in_real_time) {
+    hr_slice d = K("d");
+    hr_distinct_params p = dp(hr_now_ms(), 1000, 100);
+    ONE(s, hr_dadd(B, d, M("a"), &p));
+    cr_assert_eq(ONE(s, hr_dadd(B, d, M("b"), &p))->num, 2);
+    usleep(1100 * 1000);
+    p.now_ms = hr_now_ms();
+    cr_assert_eq(ONE(s, hr_dcount(B, d, &p))->num, 0);
+    cr_assert_eq(ONE(s, hr_dadd(B, d, M("c"), &p))->num, 1);
+}
+
+STORE_TEST(distinct_converts_to_sketch) {
+    hr_slice d = K("d");
+    hr_distinct_params p = dp(hr_now_ms(), 3600 * 1000, 100);
+    cr_assert_eq(dadd_n(s, d, "user-%ld", 0, 100, p), 100);
+    const hr_result *r = ONE(s, hr_dadd(B, d, M("user-100"), &p));
+    assert_near(r->num, 101, 0.03, "first count in sketch mode");
+    int64_t n = dadd_n(s, d, "user-%ld", 101, 5000, p);
+    assert_near(n, 5000, 0.03, "count returned by the last add");
+    int64_t c = ONE(s, hr_dcount(B, d, &p))->num;
+    cr_assert_eq(c, n, "dcount equals the count of the last add");
+    /* re-adding members already counted changes nothing */
+    cr_assert_eq(dadd_n(s, d, "user-%ld", 0, 5000, p), c);
+    cr_assert_eq(ONE(s, hr_dcount(B, d, &p))->num, c);
+}
+
+STORE_TEST(distinct_converts_only_live_members) {
+    /* limit 3: a, b, c expire; d, e, f fit; g converts with 4 live members,
+     * each add in its own batch */
+    int64_t t0 = hr_now_ms();
+    hr_slice d = K("d");
+    hr_distinct_params p = dp(t0, 1000, 3);
+    ONE(s, hr_dadd(B, d, M("a"), &p));
+    ONE(s, hr_dadd(B, d, M("b"), &p));
+    cr_assert_eq(ONE(s, hr_dadd(B, d, M("c"), &p))->num, 3);
+    p.now_ms = t0 + 2000;
+    cr_assert_eq(ONE(s, hr_dadd(B, d, M("d"), &p))->num, 1);
+    ONE(s, hr_dadd(B, d, M("e"), &p));
+    cr_assert_eq(ONE(s, hr_dadd(B, d, M("f"), &p))->num, 3);
+    cr_assert_eq(ONE(s, hr_dadd(B, d, M("g"), &p))->num, 4, "converted with the live members only");
+    cr_assert_eq(ONE(s, hr_dadd(B, d, M("a"), &p))->num, 5);
+    cr_assert_eq(ONE(s, hr_dcount(B, d, &p))->num, 5);
+}
+
+STORE_TEST(distinct_sketch_keeps_ttl) {
+    /* ttl 10 s: buckets of W = 1 s. 3000 members at t0, 3000 others at t0+6s */
+    int64_t t0 = hr_now_ms();
+    hr_slice d = K("d");
+    hr_distinct_params p = dp(t0, 10000, 100);
+    dadd_n(s, d, "early-%ld", 0, 3000, p);
+    p.now_ms = t0 + 6000;
+    assert_near(dadd_n(s, d, "late-%ld", 0, 3000, p), 6000, 0.03, "both groups alive");
+    p.now_ms = t0 + 9000;
+    assert_near(ONE(s, hr_dcount(B, d, &p))->num, 6000, 0.03, "at t0+9s");
+    p.now_ms = t0 + 12000; /* the early bucket died by t0 + 1 s + 10 s */
+    assert_near(ONE(s, hr_dcount(B, d, &p))->num, 3000, 0.03, "at t0+12s");
+    p.now_ms = t0 + 6000 + 10000 + 1000;
+    cr_assert_eq(ONE(s, hr_dcount(B, d, &p))->num, 0, "everything dead");
+}
+
+typedef struct dworker {
+    hr_store *s;
+    hr_slice key;
+    int id;
+    int failures;
+    int64_t max;
+} dworker;
+
+static void *dadd_worker(void *arg) {
+    dworker *w = arg;
+    hr_batch *b = hr_batch_new();
+    hr_distinct_params p = dp(hr_now_ms(), 3600 * 1000, 10000);
+    char m[16];
+    for (int i = 0; i < 1000; i++) {
+        /* every thread adds all 1000 members, each from a different start */
+        snprintf(m, sizeof m, "m%d", (i + w->id * 125) % 1000);
+        hr_batch_reset(b);
+        hr_dadd(b, w->key, hr_slice_str(m), &p);
+        if (hr_store_exec(w->s, b, 0, NULL) != HR_OK || hr_batch_result(b, 0)->rc != HR_OK) {
+            w->failures++;
+            continue;
+        }
+        int64_t n = hr_batch_result(b, 0)->num;
+        if (n > w->max) w->max = n;
+    }
+    hr_batch_free(b);
+    return NULL;
+}
+
+STORE_TEST(distinct_concurrent_adds_count_once) {
+    dworker w[THREADS];
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (dworker){.s = s, .key = K("conc"), .id = i};
+        pthread_create(&t[i], NULL, dadd_worker, &w[i]);
+    }
+    int64_t max = 0;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        cr_assert_eq(w[i].failures, 0);
+        if (w[i].max > max) max = w[i].max;
+    }
+    cr_assert_eq(max, 1000, "no add may answer more than 1000");
+    hr_distinct_params p = dp(hr_now_ms(), 3600 * 1000, 10000);
+    cr_assert_eq(ONE(s, hr_dcount(B, K("conc"), &p))->num, 1000);
+}
+
+/* Batches ----------------------------------------------------------------------------- */
+
+STORE_TEST(batch_results_in_order) {
+    hr_batch *b = hr_batch_new();
+    hr_slice k = K("k"), c = K("c");
+    size_t i0 = hr_put(b, k, M("1"), 0);
+    size_t i1 = hr_get(b, k);
+    size_t i2 = hr_put(b, k, M("2"), 0);
+    size_t i3 = hr_get(b, k);
+    size_t i4 = hr_incr(b, c, 10);
+    size_t i5 = hr_del(b, k);
+    size_t i6 = hr_get(b, k);
+    size_t i7 = hr_incr(b, c, 5);
+    size_t i8 = hr_counter_get(b, c);
+    cr_assert_eq(hr_batch_len(b), 9);
+    cr_assert(i0 == 0 && i8 == 8);
+    exec(s, b);
+    assert_value(hr_batch_result(b, i1), "1", 1);
+    assert_rc(hr_batch_result(b, i2), HR_OK);
+    assert_value(hr_batch_result(b, i3), "2", 1);
+    cr_assert_eq(hr_batch_result(b, i4)->num, 10);
+    cr_assert_eq(hr_batch_result(b, i5)->num, 1);
+    assert_rc(hr_batch_result(b, i6), HR_ENOTFOUND);
+    cr_assert_eq(hr_batch_result(b, i7)->num, 15);
+    cr_assert_eq(hr_batch_result(b, i8)->num, 15);
+    hr_batch_free(b);
+}
+
+STORE_TEST(batch_reads_its_own_writes) {
+    hr_slice z = K("z"), d = K("d"), v = K("v");
+    fill_zset(s, z);
+    hr_distinct_params p = dp(hr_now_ms(), 60000, 3);
+    hr_batch *b = hr_batch_new();
+    hr_zadd(b, z, 2.5, M("new"));
+    hr_zrem(b, z, M("a"));
+    hr_zadd(b, z, 10, M("z")); /* move z from the front to the end */
+    hr_zrange_spec sp = hr_zrange_all(false, 100);
+    size_t r1 = hr_zrange(b, z, &sp);
+    size_t r2 = hr_zcard(b, z);
+    size_t r3 = hr_zscore(b, z, M("new"));
+    hr_ztrim(b, z, 2, true);
+    size_t r4 = hr_zrange(b, z, &sp);
+    hr_dadd(b, d, M("x"), &p);
+    hr_dadd(b, d, M("y"), &p);
+    size_t r5 = hr_dcount(b, d, &p);
+    hr_dadd(b, d, M("x"), &p);
+    hr_dadd(b, d, M("w"), &p);
+    size_t r6 = hr_dadd(b, d, M("u"), &p); /* converts inside the batch */
+    size_t r7 = hr_dadd(b, d, M("t"), &p);
+    size_t r8 = hr_dcount(b, d, &p);
+    hr_put(b, v, M("x"), 0);
+    hr_del(b, v);
+    size_t r9 = hr_get(b, v);
+    hr_put(b, z, M("now a value"), 0);
+    size_t r10 = hr_zcard(b, z);
+    exec(s, b);
+    assert_members(hr_batch_result(b, r1), "b c new d e z", false);
+    cr_assert_eq(hr_batch_result(b, r2)->num, 6);
+    cr_assert_eq(hr_batch_result(b, r3)->score, 2.5);
+    assert_members(hr_batch_result(b, r4), "e z", false);
+    cr_assert_eq(hr_batch_result(b, r5)->num, 2);
+    assert_near(hr_batch_result(b, r6)->num, 4, 0.01, "sketch count right after converting");
+    assert_near(hr_batch_result(b, r7)->num, 5, 0.01, "sketch add in the same batch");
+    cr_assert_eq(hr_batch_result(b, r8)->num, hr_batch_result(b, r7)->num);
+    assert_rc(hr_batch_result(b, r9), HR_ENOTFOUND);
+    assert_rc(hr_batch_result(b, r10), HR_EWRONGTYPE);
+    /* and all of it was committed */
+    assert_value(ONE(s, hr_get(B, z)), "now a value", 11);
+    cr_assert_eq(ONE(s, hr_dcount(B, d, &p))->num, hr_batch_result(b, r8)->num);
+    hr_batch_free(b);
+}
+
+STORE_TEST(batch_atomic) {
+    hr_slice a = KT("a"), c = KT("c"), z = KT("z");
+    hr_batch *b = hr_batch_new();
+    hr_put(b, a, M("1"), 0);
+    hr_incr(b, c, 7);
+    hr_zadd(b, z, 1, M("m"));
+    exec_flags(s, b, HR_EXEC_ATOMIC);
+    hr_batch_reset(b);
+    hr_get(b, a);
+    hr_counter_get(b, c);
+    hr_zcard(b, z);
+    exec_flags(s, b, HR_EXEC_ATOMIC);
+    assert_value(hr_batch_result(b, 0), "1", 1);
+    cr_assert_eq(hr_batch_result(b, 1)->num, 7);
+    cr_assert_eq(hr_batch_result(b, 2)->num, 1);
+    hr_batch_free(b);
+}
+
+typedef struct pair_writer {
+    hr_store *s;
+    hr_slice a, b;
+    int rounds, failures;
+} pair_writer;
+
+static void *write_pairs(void *arg) {
+    pair_writer *w = arg;
+    hr_batch *b = hr_batch_new();
+    char v[16];
+    for (int i = 1; i <= w->rounds; i++) {
+        snprintf(v, sizeof v, "%d", i);
+        hr_batch_reset(b);
+        hr_put(b, w->a, hr_slice_str(v), 0);
+        hr_put(b, w->b, hr_slice_str(v), 0);
+        if (hr_store_exec(w->s, b, HR_EXEC_ATOMIC, NULL) != HR_OK) w->failures++;
+    }
+    hr_batch_free(b);
+    return NULL;
+}
+
+STORE_TEST(batch_atomic_seen_whole) {
+    /* a reader never sees half of a concurrent atomic batch */
+    pair_writer w = {.s = s, .a = KT("pa"), .b = KT("pb"), .rounds = 300};
+    ONE(s, hr_put(B, w.a, M("0"), 0));
+    ONE(s, hr_put(B, w.b, M("0"), 0));
+    pthread_t t;
+    pthread_create(&t, NULL, write_pairs, &w);
+    hr_batch *b = hr_batch_new();
+    int torn = 0, reads = 0;
+    for (; reads < 300; reads++) {
+        hr_batch_reset(b);
+        hr_get(b, w.a);
+        hr_get(b, w.b);
+        exec_flags(s, b, HR_EXEC_ATOMIC);
+        if (!hr_slice_eq(hr_batch_result(b, 0)->value, hr_batch_result(b, 1)->value)) torn++;
+    }
+    pthread_join(t, NULL);
+    cr_assert_eq(w.failures, 0);
+    cr_assert_eq(torn, 0, "%d of %d reads saw half a batch", torn, reads);
+    hr_batch_free(b);
+}
+
+STORE_TEST(not_yet_supported_ops_refused) {
+    uint64_t members[2] = {1, 2};
+    for (int c = 0; c < 5; c++) {
+        hr_batch *b = hr_batch_new();
+        hr_put(b, K("before"), M("v"), 0);
+        switch (c) {
+        case 0: hr_pset_add(b, K("p"), 42, 0); break;
+        case 1: hr_pset_test(b, K("p"), members, 2); break;
+        case 2: hr_qpush(b, K("q"), M("job")); break;
+        case 3: hr_qclaim(b, K("q"), M("worker"), 10, 1000); break;
+        case 4: hr_qack(b, K("q"), M("1-0")); break;
+        }
+        hr_err err = {0};
+        int rc = hr_store_exec(s, b, 0, &err);
+        cr_assert_eq(rc, HR_ENOTSUP, "case %d: %s", c, hr_errname(rc));
+        cr_assert_eq(hr_batch_result(b, 1)->rc, HR_ENOTSUP);
+        assert_rc(ONE(s, hr_get(B, K("before"))), HR_ENOTFOUND); /* nothing ran */
+        hr_batch_free(b);
+    }
+}
