@@ -40,7 +40,7 @@ typedef struct hr_op {
     hr_slice value;         /* PUT; QPUSH payload */
     int64_t expire_at_ms;   /* PUT EXPIRE PSET_ADD */
     int64_t delta;          /* INCR */
-    double score;           /* ZADD */
+    double score;           /* ZADD; ZINCR: the delta */
     double min, max;        /* ZREMRANGE_SCORE */
     size_t keep;            /* ZTRIM */
     bool keep_highest;      /* ZTRIM */

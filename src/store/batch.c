@@ -82,6 +82,11 @@ size_t hr_zadd(hr_batch *b, hr_slice key, double score, hr_slice member) {
     return last(b);
 }
 
+size_t hr_zincr(hr_batch *b, hr_slice key, double delta, hr_slice member) {
+    push_member(b, HR_OP_ZINCR, key, member)->score = delta;
+    return last(b);
+}
+
 size_t hr_zrem(hr_batch *b, hr_slice key, hr_slice member) {
     push_member(b, HR_OP_ZREM, key, member);
     return last(b);

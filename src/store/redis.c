@@ -199,7 +199,8 @@ static int validate(const hr_op *op) {
     if (op->key.len == 0 || op->key.len > HR_KEY_MAX) return HR_EINVAL;
     switch (op->type) {
     case HR_OP_PUT: return op->value.len > HR_VALUE_MAX ? HR_ETOOBIG : HR_OK;
-    case HR_OP_ZADD: return isnan(op->score) ? HR_EINVAL : HR_OK;
+    case HR_OP_ZADD:
+    case HR_OP_ZINCR: return isfinite(op->score) ? HR_OK : HR_EINVAL;
     case HR_OP_ZREMRANGE_SCORE: return isnan(op->min) || isnan(op->max) ? HR_EINVAL : HR_OK;
     case HR_OP_ZRANGE: {
         const hr_zrange_spec *sp = &op->range;
@@ -338,6 +339,12 @@ static void build_cmd(hr_arena *a, const hr_op *op, rc_cmd *cmd) {
         break;
     case HR_OP_ZADD:
         arg_str(&x, "ZADD");
+        arg_slice(&x, op->key);
+        arg_double(&x, op->score);
+        arg_slice(&x, op->member);
+        break;
+    case HR_OP_ZINCR:
+        arg_str(&x, "ZINCRBY");
         arg_slice(&x, op->key);
         arg_double(&x, op->score);
         arg_slice(&x, op->member);
@@ -492,6 +499,7 @@ static void decode(hr_batch *b, hr_op *op, size_t i, const rc_cmd *cmd, hr_err *
         res->num = 0;
         ok = r->type == REDIS_REPLY_NIL || reply_i64(r, &res->num);
         break;
+    case HR_OP_ZINCR: ok = reply_double(r, &res->score); break;
     case HR_OP_ZSCORE:
         ok = r->type == REDIS_REPLY_NIL || reply_double(r, &res->score);
         if (r->type == REDIS_REPLY_NIL) res->rc = HR_ENOTFOUND;

@@ -251,6 +251,7 @@ static const op_fn op_table[HR_OP_COUNT_] = {
     [HR_OP_INCR] = op_incr,
     [HR_OP_COUNTER_GET] = op_counter_get,
     [HR_OP_ZADD] = op_zadd,
+    [HR_OP_ZINCR] = op_zincr,
     [HR_OP_ZREM] = op_zrem,
     [HR_OP_ZSCORE] = op_zscore,
     [HR_OP_ZCARD] = op_zcard,
@@ -268,7 +269,8 @@ static int validate(const hr_op *op) {
     if (op->key.len == 0 || op->key.len > HR_KEY_MAX) return HR_EINVAL;
     switch (op->type) {
     case HR_OP_PUT: return op->value.len > HR_VALUE_MAX ? HR_ETOOBIG : HR_OK;
-    case HR_OP_ZADD: return isnan(op->score) ? HR_EINVAL : HR_OK;
+    case HR_OP_ZADD:
+    case HR_OP_ZINCR: return isfinite(op->score) ? HR_OK : HR_EINVAL;
     case HR_OP_ZREMRANGE_SCORE: return isnan(op->min) || isnan(op->max) ? HR_EINVAL : HR_OK;
     case HR_OP_ZRANGE: {
         const hr_zrange_spec *sp = &op->range;
@@ -329,6 +331,7 @@ static int prefetch(rx *x) {
         if (op->result.rc != HR_OK) continue;
         switch (op->type) {
         case HR_OP_ZADD:
+        case HR_OP_ZINCR:
         case HR_OP_ZREM:
         case HR_OP_ZSCORE:
             if (rx_meta(x, op->key, &m) != 0 || !meta_alive(&m, x->now) || m.type != T_ZSET || m.size == 0)

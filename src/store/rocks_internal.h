@@ -191,6 +191,7 @@ int op_expire(rx *x, hr_op *op);
 int op_incr(rx *x, hr_op *op);
 int op_counter_get(rx *x, hr_op *op);
 int op_zadd(rx *x, hr_op *op);
+int op_zincr(rx *x, hr_op *op);
 int op_zrem(rx *x, hr_op *op);
 int op_zscore(rx *x, hr_op *op);
 int op_zcard(rx *x, hr_op *op);

@@ -270,7 +270,9 @@ static int load_zset(rx *x, hr_op *op, rmeta *m, bool *exists) {
     return 0;
 }
 
-int op_zadd(rx *x, hr_op *op) {
+/* Set a member's score; with `increment`, add op->score to its old score
+ * (0 when new). Runs under the key's stripe lock, so an increment is atomic. */
+static int zset_write_score(rx *x, hr_op *op, bool increment) {
     rmeta m;
     bool exists, found = false;
     uint64_t old = 0;
@@ -282,14 +284,20 @@ int op_zadd(rx *x, hr_op *op) {
         m.version = rx_new_version(x);
     }
     if (m.size > 0 && (rc = zs_member(x, op->key, m.version, op->member, &found, &old))) return rc;
-    zs_write(x, op->key, m.version, op->member, found, old, score_encode(op->score));
+    double score = op->score;
+    if (increment && found) score += score_decode(old);
+    zs_write(x, op->key, m.version, op->member, found, old, score_encode(score));
     if (!found) {
         m.size++;
         rx_put_meta(x, op->key, &m);
     }
     op->result.num = !found;
+    op->result.score = score;
     return 0;
 }
+
+int op_zadd(rx *x, hr_op *op) { return zset_write_score(x, op, false); }
+int op_zincr(rx *x, hr_op *op) { return zset_write_score(x, op, true); }
 
 int op_zrem(rx *x, hr_op *op) {
     rmeta m;

@@ -62,7 +62,7 @@ uint64_t hr_store_batch_errors_total(void) { return atomic_load(&batch_errors_to
 
 bool hr_op_is_write(hr_op_type t) {
     switch (t) {
-    case HR_OP_PUT: case HR_OP_DEL: case HR_OP_EXPIRE: case HR_OP_INCR: case HR_OP_ZADD:
+    case HR_OP_PUT: case HR_OP_DEL: case HR_OP_EXPIRE: case HR_OP_INCR: case HR_OP_ZADD: case HR_OP_ZINCR:
     case HR_OP_ZREM: case HR_OP_ZREMRANGE_SCORE: case HR_OP_ZTRIM: case HR_OP_DADD:
     case HR_OP_PSET_ADD: case HR_OP_QPUSH: case HR_OP_QCLAIM: case HR_OP_QACK:
         return true;

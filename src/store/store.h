@@ -121,7 +121,7 @@ int hr_store_exec(hr_store *s, hr_batch *b, unsigned flags, hr_err *err);
 typedef enum {
 #define HR_OP_TYPES(X)                                                             \
     X(GET, "get") X(PUT, "put") X(DEL, "del") X(EXPIRE, "expire") X(INCR, "incr")  \
-    X(COUNTER_GET, "counter_get") X(ZADD, "zadd") X(ZREM, "zrem")                   \
+    X(COUNTER_GET, "counter_get") X(ZADD, "zadd") X(ZINCR, "zincr") X(ZREM, "zrem")                   \
     X(ZSCORE, "zscore") X(ZCARD, "zcard") X(ZRANGE, "zrange")                       \
     X(ZREMRANGE_SCORE, "zremrange_score") X(ZTRIM, "ztrim") X(DADD, "dadd")         \
     X(DCOUNT, "dcount") X(PSET_ADD, "pset_add") X(PSET_TEST, "pset_test")           \
@@ -174,7 +174,7 @@ typedef struct hr_result {
      * hr_zcard: members. hr_dadd, hr_dcount: distinct members counted.
      * hr_expire: 1 if the key exists (and got the expiry), else 0. */
     int64_t num;
-    /* hr_zscore: the member's score. */
+    /* hr_zscore, hr_zincr: the member's score. */
     double score;
     /* hr_zrange: the entries in the order asked for. */
     hr_zentry *entries;
@@ -218,6 +218,10 @@ size_t hr_counter_get(hr_batch *b, hr_slice key);
 
 /* Add a member or update its score; num 1 if new. */
 size_t hr_zadd(hr_batch *b, hr_slice key, double score, hr_slice member);
+/* Add delta to a member's score (a missing member starts at 0), atomically
+ * against concurrent batches: score is the new score. Concurrent increments
+ * never lose one (a story's vote sum). */
+size_t hr_zincr(hr_batch *b, hr_slice key, double delta, hr_slice member);
 /* Remove a member; num 1 if it was there. */
 size_t hr_zrem(hr_batch *b, hr_slice key, hr_slice member);
 /* A member's score; rc HR_ENOTFOUND if absent. */

@@ -459,6 +459,64 @@ STORE_TEST(zset_add_score_rem_card) {
     assert_members(ONE(s, hr_zrange(B, z, &sp)), "", false);
 }
 
+STORE_TEST(zset_incr) {
+    hr_slice z = K("z");
+    const hr_result *r = ONE(s, hr_zincr(B, z, 1, M("story")));
+    assert_rc(r, HR_OK);
+    cr_assert_eq(r->score, 1, "a new member starts at 0");
+    cr_assert_eq(ONE(s, hr_zincr(B, z, -3, M("story")))->score, -2);
+    cr_assert_eq(ONE(s, hr_zincr(B, z, 0.5, M("story")))->score, -1.5);
+    cr_assert_eq(ONE(s, hr_zscore(B, z, M("story")))->score, -1.5);
+    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, 1);
+    /* the range index follows the new score */
+    ONE(s, hr_zadd(B, z, 0, M("other")));
+    hr_zrange_spec sp = hr_zrange_all(false, 10);
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "story other", false);
+    ONE(s, hr_zincr(B, z, 2, M("story")));
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "other story", false);
+    /* in one batch, each increment sees the one before */
+    hr_batch_reset(B);
+    size_t a = hr_zincr(B, z, 1, M("story"));
+    size_t c = hr_zincr(B, z, 1, M("story"));
+    exec(s, B);
+    cr_assert_eq(hr_batch_result(B, a)->score, 1.5);
+    cr_assert_eq(hr_batch_result(B, c)->score, 2.5);
+    hr_batch_reset(B);
+    assert_rc(ONE(s, hr_zincr(B, z, NAN, M("story"))), HR_EINVAL);
+    assert_rc(ONE(s, hr_zincr(B, z, INFINITY, M("story"))), HR_EINVAL);
+    cr_assert_eq(ONE(s, hr_zscore(B, z, M("story")))->score, 2.5, "a rejected increment changes nothing");
+    ONE(s, hr_put(B, K("v"), M("x"), 0));
+    assert_rc(ONE(s, hr_zincr(B, K("v"), 1, M("m"))), HR_EWRONGTYPE);
+}
+
+static void *zincr_worker(void *arg) {
+    worker *w = arg;
+    hr_batch *b = hr_batch_new();
+    for (int i = 0; i < w->n; i++) {
+        hr_batch_reset(b);
+        hr_zincr(b, w->key, (w->id % 2) ? 2 : -1, hr_slice_str("m"));
+        if (hr_store_exec(w->s, b, 0, NULL) != HR_OK || hr_batch_result(b, 0)->rc != HR_OK) w->failures++;
+    }
+    hr_batch_free(b);
+    return NULL;
+}
+
+STORE_TEST(zset_concurrent_incr) {
+    enum { PER = 300 };
+    worker w[THREADS];
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (worker){.s = s, .key = K("votes"), .id = i, .n = PER};
+        pthread_create(&t[i], NULL, zincr_worker, &w[i]);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < THREADS; i++)
+        cr_assert_eq(w[i].failures, 0);
+    /* half the threads add 2, half add -1: no increment may be lost */
+    cr_assert_eq(ONE(s, hr_zscore(B, K("votes"), M("m")))->score, (THREADS / 2) * PER * (2 - 1));
+}
+
 /* z: (-1.5 z) (1 a) (2 b) (2 c) (3 d) (5 e) */
 static void fill_zset(hr_store *s, hr_slice z) {
     hr_batch *b = hr_batch_new();
