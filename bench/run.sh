@@ -1,0 +1,388 @@
+#!/usr/bin/env bash
+# bench/run.sh — unique-counter benchmarks (`make bench` runs it after building
+# build/herald). One run, on this machine, measures with wrk (64 connections,
+# 2 threads, --latency):
+#
+#   1. nginx answering a constant                      the HTTP ceiling, plain and
+#                                                      with herald's PUT / GET shapes
+#   2. herald on RocksDB (fresh dir, --threads 2)      counter PUT, then GET
+#   3. redis-server standalone: redis-benchmark SADD + SCARD   the store reference
+#   4. herald on a Redis Cluster (--threads 2)         counter PUT, then GET
+#
+# and prints a table (req/s, p50, p99, herald/nginx ratios against the targets
+# PUT >= 0.6 with p99 <= 2 ms, GET >= 0.7), also written to
+# bench/results/counters-latest.md with the date, commit, machine and the exact
+# commands run.
+#
+# Load model (the seed's): PUT a random 64-bit token to an object id drawn from a
+# Gaussian over 100 K objects (mean 50 000, sd 10 000); GET the same distribution.
+#
+# Environment:
+#   BENCH_DURATION      seconds per measurement (10)
+#   BENCH_WARMUP        seconds of unrecorded warm-up before each herald/nginx run (2)
+#   BENCH_CONNECTIONS   wrk connections (64);  BENCH_WRK_THREADS  wrk threads (2)
+#   BENCH_REDIS_N       redis-benchmark requests per command (500000)
+#   BENCH_CLUSTER_PORT  first port of the Redis Cluster (7200); one already
+#                       running there is used as is, otherwise the script starts
+#                       one with scripts/redis-cluster.sh and stops it at the end
+#   BENCH_SKIP_CLUSTER  1: skip part 4
+#   BENCH_STRICT        1: exit 1 when a target is missed
+#   HERALD_BIN          the server (build/herald)
+#
+# Every process the script starts is stopped on exit (trap EXIT). A component
+# that does not start fails the run with its log.
+
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+DUR=${BENCH_DURATION:-10}
+WARMUP=${BENCH_WARMUP:-2}
+CONNS=${BENCH_CONNECTIONS:-64}
+WRK_THREADS=${BENCH_WRK_THREADS:-2}
+REDIS_N=${BENCH_REDIS_N:-500000}
+CLUSTER_PORT=${BENCH_CLUSTER_PORT:-7200}
+HERALD=${HERALD_BIN:-build/herald}
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+RESULTS_DIR=$ROOT/bench/results
+RESULTS=$RESULTS_DIR/counters-latest.md
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/herald-bench.XXXXXX")
+PIDS=()
+CLUSTER_STARTED=0
+COMMANDS=()
+ROWS=()          # "name|rps|p50|p99|errors"
+START_TIME=$(date +%s)
+
+log() { printf '[bench %3ds] %s\n' "$(( $(date +%s) - START_TIME ))" "$*" >&2; }
+die() {
+    printf '\nbench: FAILED: %s\n' "$*" >&2
+    exit 1
+}
+
+cleanup() {
+    local rc=$?
+    set +e
+    for pid in "${PIDS[@]:-}"; do
+        [ -n "$pid" ] || continue
+        if kill -0 "$pid" 2>/dev/null; then
+            kill -TERM "$pid" 2>/dev/null
+            for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+            kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+            wait "$pid" 2>/dev/null
+        fi
+    done
+    if [ "$CLUSTER_STARTED" = 1 ]; then
+        log "stopping the Redis Cluster on $CLUSTER_PORT"
+        scripts/redis-cluster.sh stop "$CLUSTER_PORT" >/dev/null 2>&1
+    fi
+    if [ "$rc" -ne 0 ] && [ -n "${KEEP_TMP:-}" ]; then
+        echo "bench: logs kept in $TMP" >&2
+    else
+        rm -rf "$TMP"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# A command line as it can be pasted back into a shell.
+quote_cmd() { local out; out=$(printf '%q ' "$@"); echo "${out% }"; }
+
+need() { command -v "$1" >/dev/null 2>&1 || die "$1 is not installed (make deps installs it)"; }
+need wrk
+need nginx
+need redis-server
+need redis-cli
+need redis-benchmark
+[ -x "$HERALD" ] || die "$HERALD does not exist or is not executable (make build/herald)"
+
+free_port() {
+    "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# Show the last lines of a log when a component failed.
+tail_log() { [ -f "$1" ] && { echo "---- $1 (last lines) ----" >&2; tail -n 30 "$1" >&2; }; return 0; }
+
+wait_http() { # url pid log what
+    local url=$1 pid=$2 logf=$3 what=$4
+    for _ in $(seq 1 200); do
+        kill -0 "$pid" 2>/dev/null || { tail_log "$logf"; die "$what exited before answering on $url"; }
+        if "$PY" - "$url" <<'EOF' 2>/dev/null
+import sys, urllib.request
+urllib.request.urlopen(sys.argv[1], timeout=1).read()
+EOF
+        then return 0; fi
+        sleep 0.1
+    done
+    tail_log "$logf"
+    die "$what does not answer on $url after 20 s"
+}
+
+# ---- wrk ---------------------------------------------------------------------
+
+to_ms() { # wrk latency like 512.00us, 1.23ms, 1.02s -> milliseconds
+    awk -v v="$1" 'BEGIN {
+        n = v + 0
+        if (v ~ /us$/) n = n / 1000; else if (v ~ /ms$/) n = n; else if (v ~ /m$/) n = n * 60000; else if (v ~ /s$/) n = n * 1000
+        printf "%.3f", n }'
+}
+
+# run_wrk NAME SCRIPT URL: warm up, then measure; appends a row.
+run_wrk() {
+    local name=$1 script=$2 url=$3 out=$TMP/wrk-$1.txt
+    local sarg=()
+    [ -n "$script" ] && sarg=(-s "$script")
+    if [ "$WARMUP" -gt 0 ]; then
+        wrk -t"$WRK_THREADS" -c"$CONNS" -d"${WARMUP}s" "${sarg[@]}" "$url" >/dev/null 2>&1 || true
+    fi
+    local cmd=(wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DUR}s" --latency "${sarg[@]}" "$url")
+    COMMANDS+=("$(quote_cmd "${cmd[@]}")")
+    log "$name: ${cmd[*]}"
+    "${cmd[@]}" >"$out" 2>&1 || { cat "$out" >&2; die "wrk failed for $name"; }
+    local rps p50 p99 non2xx sockerr
+    rps=$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$out")
+    p50=$(awk '/^ +50%/ {print $2}' "$out")
+    p99=$(awk '/^ +99%/ {print $2}' "$out")
+    non2xx=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' "$out")
+    sockerr=$(awk '/Socket errors:/ {gsub(",", ""); print $4+$6+$8+$10}' "$out")
+    [ -n "$rps" ] && [ -n "$p50" ] && [ -n "$p99" ] || { cat "$out" >&2; die "could not parse wrk's output for $name"; }
+    local errs=$(( ${non2xx:-0} + ${sockerr:-0} ))
+    ROWS+=("$name|$rps|$(to_ms "$p50")|$(to_ms "$p99")|$errs")
+    log "$name: $rps req/s, p50 $p50, p99 $p99, errors $errs"
+    if [ "${non2xx:-0}" -gt 0 ]; then
+        log "WARNING: $name: $non2xx non-2xx answers"
+    fi
+}
+
+# ---- herald ------------------------------------------------------------------
+
+# start_herald NAME STORE: sets HERALD_URL
+start_herald() {
+    local name=$1 store=$2 port out err
+    port=$(free_port)
+    out=$TMP/herald-$name.out
+    err=$TMP/herald-$name.err
+    local cmd=("$HERALD" serve --listen "127.0.0.1:$port" --store "$store" --threads 2)
+    COMMANDS+=("$(quote_cmd "${cmd[@]}")")
+    log "starting herald ($name): ${cmd[*]}"
+    "${cmd[@]}" >"$out" 2>"$err" &
+    local pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 1 200); do
+        grep -q ready "$out" 2>/dev/null && break
+        kill -0 "$pid" 2>/dev/null || { tail_log "$err"; die "herald ($name) exited before it was ready"; }
+        sleep 0.1
+    done
+    grep -q ready "$out" || { tail_log "$err"; die "herald ($name) printed no ready line in 20 s"; }
+    HERALD_URL="http://127.0.0.1:$port"
+    HERALD_PID=$pid
+    wait_http "$HERALD_URL/healthz" "$pid" "$err" "herald ($name)"
+    # One PUT and GET must work before we measure anything.
+    local probe
+    probe=$("$PY" - "$HERALD_URL" <<'EOF'
+import sys, urllib.request
+u = sys.argv[1] + "/api/v1/counter/bench-probe"
+r = urllib.request.urlopen(urllib.request.Request(u, data=b"probe", method="PUT"), timeout=5)
+print(r.status, r.read().decode().strip())
+EOF
+) || { tail_log "$err"; die "herald ($name) does not answer a counter PUT"; }
+    log "herald ($name) ready at $HERALD_URL (probe PUT: $probe)"
+}
+
+stop_pid() {
+    local pid=$1
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null || true
+}
+
+# ---- 1. nginx ----------------------------------------------------------------
+
+log "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+if awk -v l="${LOAD_START%% *}" 'BEGIN { exit !(l > 0.5) }'; then
+    log "WARNING: load average $LOAD_START before the run: other work on this machine skews the numbers"
+fi
+NGINX_PORT=$(free_port)
+NGINX_DIR=$TMP/nginx
+mkdir -p "$NGINX_DIR"
+sed -e "s#@DIR@#$NGINX_DIR#g" -e "s#@PORT@#$NGINX_PORT#g" bench/nginx.conf.tmpl >"$NGINX_DIR/nginx.conf"
+nginx -t -q -p "$NGINX_DIR" -c "$NGINX_DIR/nginx.conf" 2>"$NGINX_DIR/t.log" || { cat "$NGINX_DIR/t.log" >&2; die "nginx rejects its config"; }
+COMMANDS+=("nginx -p $NGINX_DIR -c $NGINX_DIR/nginx.conf   (bench/nginx.conf.tmpl: worker_processes 2; return 200 \"42\")")
+nginx -p "$NGINX_DIR" -c "$NGINX_DIR/nginx.conf" 2>"$NGINX_DIR/stderr.log" &
+NGINX_PID=$!
+PIDS+=("$NGINX_PID")
+wait_http "http://127.0.0.1:$NGINX_PORT/" "$NGINX_PID" "$NGINX_DIR/nginx-error.log" nginx
+# The ceiling in the same request shapes as herald's runs (same wrk Lua scripts,
+# same paths, the PUT with its token body), so the ratios compare like with like;
+# and plain `wrk URL` for reference.
+run_wrk "nginx constant" "" "http://127.0.0.1:$NGINX_PORT/"
+run_wrk "nginx PUT-shaped" bench/counter_put.lua "http://127.0.0.1:$NGINX_PORT"
+run_wrk "nginx GET-shaped" bench/counter_get.lua "http://127.0.0.1:$NGINX_PORT"
+stop_pid "$NGINX_PID"
+
+# ---- 2. herald on RocksDB ------------------------------------------------------
+
+start_herald rocksdb "rocksdb:$TMP/rocksdb"
+run_wrk "herald rocksdb PUT" bench/counter_put.lua "$HERALD_URL"
+run_wrk "herald rocksdb GET" bench/counter_get.lua "$HERALD_URL"
+kill -0 "$HERALD_PID" 2>/dev/null || { tail_log "$TMP/herald-rocksdb.err"; die "herald (rocksdb) died during the run"; }
+stop_pid "$HERALD_PID"
+
+# ---- 3. Redis reference --------------------------------------------------------
+
+REDIS_PORT=$(free_port)
+REDIS_DIR=$TMP/redis
+mkdir -p "$REDIS_DIR"
+rcmd=(redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no --dir "$REDIS_DIR" --logfile "$REDIS_DIR/redis.log")
+COMMANDS+=("$(quote_cmd "${rcmd[@]}")")
+"${rcmd[@]}" &
+REDIS_PID=$!
+PIDS+=("$REDIS_PID")
+for _ in $(seq 1 100); do
+    [ "$(redis-cli -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ] && break
+    kill -0 "$REDIS_PID" 2>/dev/null || { tail_log "$REDIS_DIR/redis.log"; die "redis-server exited"; }
+    sleep 0.1
+done
+[ "$(redis-cli -p "$REDIS_PORT" ping 2>/dev/null)" = PONG ] || { tail_log "$REDIS_DIR/redis.log"; die "redis-server does not answer"; }
+
+redis_bench() { # NAME ARGS...
+    local name=$1; shift
+    local cmd=(redis-benchmark -p "$REDIS_PORT" -c "$CONNS" -n "$REDIS_N" -r 100000 --csv "$@")
+    COMMANDS+=("$(quote_cmd "${cmd[@]}")")
+    log "$name: ${cmd[*]}"
+    local out=$TMP/redis-$(echo "$name" | tr ' ' '-').csv
+    "${cmd[@]}" >"$out" 2>&1 || { cat "$out" >&2; die "redis-benchmark failed ($name)"; }
+    # "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+    local line
+    line=$(grep -v '^"test"' "$out" | tail -n 1 | tr -d '"')
+    [ -n "$line" ] || { cat "$out" >&2; die "could not parse redis-benchmark's output ($name)"; }
+    local rps p50 p99
+    rps=$(echo "$line" | awk -F, '{printf "%.0f", $(NF-6)}')
+    p50=$(echo "$line" | awk -F, '{printf "%.3f", $(NF-3)}')
+    p99=$(echo "$line" | awk -F, '{printf "%.3f", $(NF-1)}')
+    ROWS+=("$name|$rps|$p50|$p99|0")
+    log "$name: $rps req/s, p50 ${p50}ms, p99 ${p99}ms"
+}
+redis_bench "redis SADD" SADD "obj:__rand_int__" "__rand_int__"
+redis_bench "redis SCARD" SCARD "obj:__rand_int__"
+stop_pid "$REDIS_PID"
+
+# ---- 4. herald on a Redis Cluster ------------------------------------------------
+
+cluster_ok() { redis-cli -p "$CLUSTER_PORT" cluster info 2>/dev/null | grep -q 'cluster_state:ok'; }
+
+if [ "${BENCH_SKIP_CLUSTER:-0}" != 1 ]; then
+    if cluster_ok; then
+        log "using the Redis Cluster already running on $CLUSTER_PORT"
+    else
+        [ -x scripts/redis-cluster.sh ] || die "scripts/redis-cluster.sh is missing: cannot start a Redis Cluster (BENCH_SKIP_CLUSTER=1 skips this part)"
+        COMMANDS+=("scripts/redis-cluster.sh start $CLUSTER_PORT")
+        log "starting a Redis Cluster: scripts/redis-cluster.sh start $CLUSTER_PORT"
+        CLUSTER_STARTED=1
+        scripts/redis-cluster.sh start "$CLUSTER_PORT" >"$TMP/cluster.log" 2>&1 || { tail_log "$TMP/cluster.log"; die "scripts/redis-cluster.sh start $CLUSTER_PORT failed"; }
+        for _ in $(seq 1 100); do cluster_ok && break; sleep 0.1; done
+        cluster_ok || { tail_log "$TMP/cluster.log"; die "the Redis Cluster on $CLUSTER_PORT is not ok"; }
+    fi
+    start_herald cluster "redis://127.0.0.1:$CLUSTER_PORT"
+    run_wrk "herald cluster PUT" bench/counter_put.lua "$HERALD_URL"
+    run_wrk "herald cluster GET" bench/counter_get.lua "$HERALD_URL"
+    kill -0 "$HERALD_PID" 2>/dev/null || { tail_log "$TMP/herald-cluster.err"; die "herald (cluster) died during the run"; }
+    stop_pid "$HERALD_PID"
+fi
+
+# ---- report ----------------------------------------------------------------------
+
+row_field() { # NAME FIELD(2=rps,3=p50,4=p99,5=errors)
+    local r
+    for r in "${ROWS[@]}"; do
+        [ "${r%%|*}" = "$1" ] && { echo "$r" | cut -d'|' -f"$2"; return; }
+    done
+    echo ""
+}
+
+ratio() { # NAME DENOMINATOR_NAME
+    awk -v a="$(row_field "$1" 2)" -v b="$(row_field "$2" 2)" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
+}
+verdict() { # NAME DENOMINATOR MIN_RATIO MAX_P99_MS(or "") -> "ratio|target text"
+    local r p99 ok=1 target
+    r=$(ratio "$1" "$2"); p99=$(row_field "$1" 4)
+    awk -v r="$r" -v m="$3" 'BEGIN { exit !(r >= m) }' || ok=0
+    target=">= $3"
+    if [ -n "$4" ]; then
+        awk -v p="$p99" -v m="$4" 'BEGIN { exit !(p <= m) }' || ok=0
+        target="$target, p99 <= $4 ms"
+    fi
+    if [ "$ok" = 1 ]; then echo "$r|$target: met"; else echo "$r|$target: **missed**"; fi
+}
+
+TABLE=$TMP/table.md
+{
+    echo "| measurement | req/s | p50 ms | p99 ms | errors | ratio | target |"
+    echo "|---|---:|---:|---:|---:|---:|---|"
+    for r in "${ROWS[@]}"; do
+        IFS='|' read -r name rps p50 p99 errs <<<"$r"
+        ratio=""; target=""
+        case "$name" in
+            "nginx constant") ratio=""; target="plain wrk, GET / (reference)" ;;
+            "nginx PUT-shaped") ratio="1.00"; target="the HTTP ceiling for PUTs" ;;
+            "nginx GET-shaped") ratio="1.00"; target="the HTTP ceiling for GETs" ;;
+            "herald rocksdb PUT") v=$(verdict "$name" "nginx PUT-shaped" 0.6 2); ratio="${v%%|*} x nginx"; target=${v#*|} ;;
+            "herald rocksdb GET") v=$(verdict "$name" "nginx GET-shaped" 0.7 ""); ratio="${v%%|*} x nginx"; target=${v#*|} ;;
+            "herald cluster PUT")
+                ratio="$(ratio "$name" "nginx PUT-shaped") x nginx, $(ratio "$name" "redis SADD") x SADD"
+                target="(3 Redis masters share the 2 cores)" ;;
+            "herald cluster GET")
+                ratio="$(ratio "$name" "nginx GET-shaped") x nginx, $(ratio "$name" "redis SCARD") x SCARD"
+                target="(3 Redis masters share the 2 cores)" ;;
+            "redis SADD") ratio="$(ratio "$name" "nginx PUT-shaped") x nginx"; target="store reference (redis-benchmark)" ;;
+            "redis SCARD") ratio="$(ratio "$name" "nginx GET-shaped") x nginx"; target="store reference (redis-benchmark)" ;;
+        esac
+        echo "| $name | $rps | $p50 | $p99 | $errs | $ratio | $target |"
+    done
+} >"$TABLE"
+MISSES=$(grep -c '\*\*missed\*\*' "$TABLE" || true)
+
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+DIRTY=$(git status --porcelain 2>/dev/null | grep -q . && echo " (+ uncommitted changes)" || true)
+MODEL=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+mkdir -p "$RESULTS_DIR"
+{
+    echo "# herald unique counters: benchmark"
+    echo
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "- commit: $COMMIT$DIRTY"
+    echo "- machine: $(nproc) cores, $MODEL, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r)"
+    echo "- tools: $(wrk --version 2>&1 | head -n1 | awk '{print $1, $2}'), $(nginx -v 2>&1 | sed 's/.*: //'), redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/')"
+    echo "- load average: $LOAD_START before the run, $(cut -d' ' -f1-3 /proc/loadavg) after (other work on the machine skews the numbers)"
+    echo "- load: wrk, $CONNS connections, $WRK_THREADS threads, ${DUR} s per measurement after ${WARMUP} s of warm-up; everything on loopback on the same machine (client, server and store share the cores)"
+    echo "- model (seed 003): PUT a random 64-bit token to an object id drawn from a Gaussian over 100 000 objects (mean 50 000, sd 10 000); GET the same distribution"
+    echo
+    cat "$TABLE"
+    echo
+    echo "Targets (RocksDB backend): herald PUT >= 0.6 x nginx with p99 <= 2 ms, GET >= 0.7 x nginx, where"
+    echo "nginx answers a constant to the same requests (same wrk Lua script: same paths, PUTs with their token body)."
+    echo "Latencies are wrk's (herald, nginx) and redis-benchmark's (redis) percentiles, in milliseconds;"
+    echo "errors are non-2xx answers plus socket errors."
+    echo
+    echo "## Commands"
+    echo
+    echo '```'
+    for c in "${COMMANDS[@]}"; do echo "$c"; done
+    echo '```'
+} >"$RESULTS"
+
+echo
+cat "$TABLE"
+echo
+echo "written to ${RESULTS#"$ROOT"/}  (total $(( $(date +%s) - START_TIME )) s)"
+if [ "$MISSES" -gt 0 ]; then
+    echo "bench: $MISSES target(s) missed"
+    [ "${BENCH_STRICT:-0}" = 1 ] && exit 1
+fi
+exit 0
