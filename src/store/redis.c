@@ -72,7 +72,6 @@
 
 #define DEFAULT_TIMEOUT_MS 2000
 #define COUNTER_FIELD "n"
-#define ZRANGE_LIMIT_MAX 10000
 /* The most arguments one op's command takes (the zrange script: EVALSHA,
  * sha, numkeys, key, 8 arguments). */
 #define MAX_ARGS 12
@@ -193,28 +192,6 @@ static int check_supported(const hr_batch *b, hr_err *err) {
     return HR_OK;
 }
 
-/* An op's arguments: HR_OK, or the op's own rc (it is not sent; the rest
- * of the batch runs), exactly as the RocksDB backend decides. */
-static int validate(const hr_op *op) {
-    if (op->key.len == 0 || op->key.len > HR_KEY_MAX) return HR_EINVAL;
-    switch (op->type) {
-    case HR_OP_PUT: return op->value.len > HR_VALUE_MAX ? HR_ETOOBIG : HR_OK;
-    case HR_OP_ZADD:
-    case HR_OP_ZINCR: return isfinite(op->score) ? HR_OK : HR_EINVAL;
-    case HR_OP_ZREMRANGE_SCORE: return isnan(op->min) || isnan(op->max) ? HR_EINVAL : HR_OK;
-    case HR_OP_ZRANGE: {
-        const hr_zrange_spec *sp = &op->range;
-        if (sp->limit < 1 || sp->limit > ZRANGE_LIMIT_MAX || isnan(sp->min) || isnan(sp->max))
-            return HR_EINVAL;
-        return sp->has_cursor && isnan(sp->cursor_score) ? HR_EINVAL : HR_OK;
-    }
-    case HR_OP_DADD:
-        if (op->distinct.exact_limit < 1) return HR_EINVAL;
-        /* fall through */
-    case HR_OP_DCOUNT: return op->distinct.ttl_ms < 1 ? HR_EINVAL : HR_OK;
-    default: return HR_OK;
-    }
-}
 
 /* ------------------------------------------------------------------------ */
 /* Ops to commands                                                           */
@@ -541,8 +518,7 @@ static int exec_(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
     size_t *op_of = hr_arena_alloc(&scratch, b->len * sizeof *op_of);
     size_t n = 0;
     for (size_t i = 0; i < b->len; i++) {
-        b->ops[i].result.rc = validate(&b->ops[i]);
-        if (b->ops[i].result.rc != HR_OK) continue;
+        if (b->ops[i].result.rc != HR_OK) continue; /* invalid: the dispatcher said why */
         build_cmd(&scratch, &b->ops[i], &cmds[n]);
         op_of[n++] = i;
     }

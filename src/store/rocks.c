@@ -109,7 +109,6 @@
 #include "store/rocks_internal.h"
 
 #define DEFAULT_CACHE_BYTES ((size_t)256 << 20)
-#define ZRANGE_LIMIT_MAX 10000
 
 static const char *const cf_names[CF_COUNT_] = {"default", "subkeys", "zindex", "sketch"};
 
@@ -264,27 +263,6 @@ static const op_fn op_table[HR_OP_COUNT_] = {
 };
 /* clang-format on */
 
-/* The op's arguments, checked before anything runs: HR_OK or the op's rc. */
-static int validate(const hr_op *op) {
-    if (op->key.len == 0 || op->key.len > HR_KEY_MAX) return HR_EINVAL;
-    switch (op->type) {
-    case HR_OP_PUT: return op->value.len > HR_VALUE_MAX ? HR_ETOOBIG : HR_OK;
-    case HR_OP_ZADD:
-    case HR_OP_ZINCR: return isfinite(op->score) ? HR_OK : HR_EINVAL;
-    case HR_OP_ZREMRANGE_SCORE: return isnan(op->min) || isnan(op->max) ? HR_EINVAL : HR_OK;
-    case HR_OP_ZRANGE: {
-        const hr_zrange_spec *sp = &op->range;
-        if (sp->limit < 1 || sp->limit > ZRANGE_LIMIT_MAX || isnan(sp->min) || isnan(sp->max))
-            return HR_EINVAL;
-        return sp->has_cursor && isnan(sp->cursor_score) ? HR_EINVAL : HR_OK;
-    }
-    case HR_OP_DADD:
-        if (op->distinct.exact_limit < 1) return HR_EINVAL;
-        /* fall through */
-    case HR_OP_DCOUNT: return op->distinct.ttl_ms < 1 ? HR_EINVAL : HR_OK;
-    default: return HR_OK;
-    }
-}
 
 static int cmp_u32(const void *a, const void *b) {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -393,8 +371,6 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
                               hr_op_label(b->ops[i].type));
         }
     }
-    for (size_t i = 0; i < b->len; i++)
-        b->ops[i].result.rc = validate(&b->ops[i]);
 
     rx x = {.s = s, .b = b, .err = err, .mem = HR_ARENA_INIT};
     size_t n_stripes;

@@ -2,6 +2,7 @@
  * through (so op totals for /metrics are counted once, for every backend). */
 #include "store/backend.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
@@ -31,12 +32,36 @@ const char *hr_store_kind(const hr_store *s) { return s->backend->kind; }
 
 int hr_store_ping(hr_store *s, hr_err *err) { return s->backend->ping(s, err); }
 
+/* An op's arguments, checked once here for every backend: HR_OK, or the
+ * op's own rc. An invalid op is not run (backends skip ops whose rc is set);
+ * the rest of the batch runs. */
+static int validate(const hr_op *op) {
+    if (op->key.len == 0 || op->key.len > HR_KEY_MAX) return HR_EINVAL;
+    switch (op->type) {
+    case HR_OP_PUT: return op->value.len > HR_VALUE_MAX ? HR_ETOOBIG : HR_OK;
+    case HR_OP_ZADD:
+    case HR_OP_ZINCR: return isfinite(op->score) ? HR_OK : HR_EINVAL;
+    case HR_OP_ZREMRANGE_SCORE: return isnan(op->min) || isnan(op->max) ? HR_EINVAL : HR_OK;
+    case HR_OP_ZRANGE: {
+        const hr_zrange_spec *sp = &op->range;
+        if (sp->limit < 1 || sp->limit > HR_ZRANGE_LIMIT_MAX || isnan(sp->min) || isnan(sp->max))
+            return HR_EINVAL;
+        return sp->has_cursor && isnan(sp->cursor_score) ? HR_EINVAL : HR_OK;
+    }
+    case HR_OP_DADD:
+        if (op->distinct.exact_limit < 1) return HR_EINVAL;
+        /* fall through */
+    case HR_OP_DCOUNT: return op->distinct.ttl_ms < 1 ? HR_EINVAL : HR_OK;
+    default: return HR_OK;
+    }
+}
+
 int hr_store_exec(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
     if (b->executed) return hr_err_set(err, HR_EINVAL, "batch executed twice without reset");
     b->executed = true;
     for (size_t i = 0; i < b->len; i++) {
         atomic_fetch_add_explicit(&op_totals[b->ops[i].type], 1, memory_order_relaxed);
-        b->ops[i].result.rc = HR_OK;
+        b->ops[i].result.rc = validate(&b->ops[i]);
     }
     atomic_fetch_add_explicit(&batches_total, 1, memory_order_relaxed);
     if (b->len == 0) return HR_OK;

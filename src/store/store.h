@@ -64,6 +64,7 @@
 #include "common/slice.h"
 
 #define HR_KEY_MAX 1024u             /* bytes */
+#define HR_ZRANGE_LIMIT_MAX 10000u   /* entries one hr_zrange returns at most */
 #define HR_VALUE_MAX (64u << 20)     /* bytes */
 
 typedef struct hr_store hr_store;
@@ -239,7 +240,7 @@ typedef struct hr_zrange_spec {
     double cursor_score;      /* in the direction of the read */
     hr_slice cursor_member;
     size_t offset;
-    size_t limit;             /* 1..10000 */
+    size_t limit;             /* 1..HR_ZRANGE_LIMIT_MAX */
 } hr_zrange_spec;
 
 /* A spec for the whole set in the given direction, with a limit. */
