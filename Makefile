@@ -5,7 +5,7 @@
 
 CC      ?= cc
 BUILD   ?= build
-PKGS    := rocksdb hiredis libmicrohttpd jansson libcrypto libxxhash
+PKGS    := rocksdb hiredis libmicrohttpd jansson libcrypto libxxhash libzstd
 WARN    := -Wall -Wextra -Wstrict-prototypes -Wshadow -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE $(WARN) -Isrc -MMD -MP
@@ -52,6 +52,10 @@ $(BUILD)/libherald.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(BUILD)/herald: $(BUILD)/src/main.o $(BUILD)/libherald.a
+	$(CC) $(CFLAGS) -o $@ $^ $(DEP_LIBS)
+
+# The stories benchmark's loader (bench/stories.sh builds and runs it).
+$(BUILD)/stories_load: $(BUILD)/bench/stories_load.o $(BUILD)/libherald.a
 	$(CC) $(CFLAGS) -o $@ $^ $(DEP_LIBS)
 
 $(SAN)/%.o: %.c

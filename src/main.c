@@ -18,6 +18,9 @@
 #include "core/auth.h"
 #include "core/config.h"
 #include "core/counters.h"
+#include "core/members.h"
+#include "core/ratings.h"
+#include "core/stories.h"
 #include "http/http.h"
 #include "store/store.h"
 
@@ -140,6 +143,9 @@ static int serve(int argc, char **argv) {
     hr_auth *auth = NULL;
     hr_store *store = NULL;
     hr_counters *counters = NULL;
+    hr_stories *stories = NULL;
+    hr_ratings *ratings = NULL;
+    hr_members *members = NULL;
     hr_http_server *server = NULL;
     if (status != 0) goto done;
 
@@ -195,7 +201,17 @@ static int serve(int argc, char **argv) {
     }
     hr_counter_settings defaults = {cfg.counter_ttl, (int64_t)cfg.counter_exact_limit};
     counters = hr_counters_new(store, defaults);
-    hr_app app = {store, counters, &cfg};
+    if (cfg.story_content_max < 1 || cfg.story_content_max > HR_VALUE_MAX / 2) {
+        fprintf(stderr, "herald: story_content_max must be 1..%u bytes\n", HR_VALUE_MAX / 2);
+        status = EXIT_USAGE;
+        goto done;
+    }
+    hr_stories_options story_opts = {.ns = "", .content_max = (size_t)cfg.story_content_max};
+    stories = hr_stories_new(store, &story_opts);
+    ratings = hr_ratings_new(store, stories);
+    members = hr_members_new(store, "");
+    hr_app app = {.store = store, .counters = counters, .config = &cfg, .stories = stories,
+                  .ratings = ratings, .members = members};
 
     hr_http_config hcfg = {0};
     hcfg.host = host;
@@ -227,6 +243,9 @@ static int serve(int argc, char **argv) {
 
 done:
     hr_http_stop(server);
+    hr_members_free(members);
+    hr_ratings_free(ratings);
+    hr_stories_free(stories);
     hr_counters_free(counters);
     hr_store_close(store);
     hr_auth_free(auth);

@@ -11,6 +11,9 @@
 
 #include "core/config.h"
 #include "core/counters.h"
+#include "core/members.h"
+#include "core/ratings.h"
+#include "core/stories.h"
 #include "http/http.h"
 #include "store/store.h"
 
@@ -20,7 +23,15 @@ typedef struct hr_app {
     hr_store *store;
     hr_counters *counters;
     const hr_config *config;
+    hr_stories *stories;
+    hr_ratings *ratings;
+    hr_members *members;
 } hr_app;
+
+/* The paging arguments of a list (stories.c): since (ms), limit (1..1000,
+ * default 20) and cursor from the query string; HR_EINVAL naming the field.
+ * out->cursor points into the request (valid until it is answered). */
+int hr_api_list_query(hr_request *req, hr_list_req *out, hr_err *err);
 
 /* The whole routing table (static; *n receives its length). */
 const hr_route *hr_api_routes(size_t *n);
@@ -31,6 +42,20 @@ void hr_api_counter_get(hr_request *req);
 void hr_api_counter_counts(hr_request *req);
 void hr_api_counter_settings_put(hr_request *req);
 void hr_api_counter_settings_get(hr_request *req);
+void hr_api_member_put(hr_request *req);
+void hr_api_member_get(hr_request *req);
+void hr_api_story_create(hr_request *req);
+void hr_api_story_add_url(hr_request *req);
+void hr_api_story_get(hr_request *req);
+void hr_api_story_find(hr_request *req);
+void hr_api_stories_recent(hr_request *req);
+void hr_api_rating_put(hr_request *req);
+void hr_api_rating_get(hr_request *req);
+void hr_api_ratings_by_subject(hr_request *req);
+void hr_api_ratings_by_object(hr_request *req);
+void hr_api_ratings_all(hr_request *req);
+void hr_api_member_top_rated(hr_request *req);
+void hr_api_member_unseen(hr_request *req);
 void hr_api_healthz(hr_request *req);
 void hr_api_metrics(hr_request *req);
 

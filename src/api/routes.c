@@ -6,6 +6,12 @@
 
 /* A counter PUT's body is one token: no reason to accept a megabyte. */
 #define TOKEN_BODY_MAX 4096
+/* A story's content (story_content_max, 256 KiB by default) as a JSON string
+ * can grow up to 6x by escaping ("\u0001"); 2 MiB holds the default's worst
+ * case. Content over story_content_max is refused by the handler (413). */
+#define STORY_BODY_MAX (2u << 20)
+/* Ratings, members and URLs are small JSON objects. */
+#define SMALL_BODY_MAX 16384
 
 static const hr_route routes[] = {
     /* Unique counters */
@@ -16,6 +22,22 @@ static const hr_route routes[] = {
     {"POST", "/api/v1/counters/{counter}/counts", hr_api_counter_counts, HR_ACCESS_ANY, NULL, 0},
     {"PUT", "/api/v1/counters/{counter}", hr_api_counter_settings_put, HR_ACCESS_ADMIN, NULL, 0},
     {"GET", "/api/v1/counters/{counter}", hr_api_counter_settings_get, HR_ACCESS_ANY, NULL, 0},
+
+    /* Stories and ratings */
+    {"PUT", "/api/v1/members/{id}", hr_api_member_put, HR_ACCESS_SELF, "id", SMALL_BODY_MAX},
+    {"GET", "/api/v1/members/{id}", hr_api_member_get, HR_ACCESS_ANY, NULL, 0},
+    {"POST", "/api/v1/stories", hr_api_story_create, HR_ACCESS_ANY, NULL, STORY_BODY_MAX},
+    {"POST", "/api/v1/stories/{id}/urls", hr_api_story_add_url, HR_ACCESS_ANY, NULL, SMALL_BODY_MAX},
+    {"GET", "/api/v1/stories/{id}", hr_api_story_get, HR_ACCESS_ANY, NULL, 0},
+    {"GET", "/api/v1/stories", hr_api_story_find, HR_ACCESS_ANY, NULL, 0},
+    {"GET", "/api/v1/stories/recent", hr_api_stories_recent, HR_ACCESS_ANY, NULL, 0},
+    {"PUT", "/api/v1/ratings/{subject}/{object}", hr_api_rating_put, HR_ACCESS_SELF, "subject", SMALL_BODY_MAX},
+    {"GET", "/api/v1/ratings/{subject}/{object}", hr_api_rating_get, HR_ACCESS_ANY, NULL, 0},
+    {"GET", "/api/v1/ratings/{subject}", hr_api_ratings_by_subject, HR_ACCESS_ANY, NULL, 0},
+    {"GET", "/api/v1/stories/{id}/ratings", hr_api_ratings_by_object, HR_ACCESS_ANY, NULL, 0},
+    {"GET", "/api/v1/ratings", hr_api_ratings_all, HR_ACCESS_ANY, NULL, 0},
+    {"GET", "/api/v1/members/{subject}/top-rated", hr_api_member_top_rated, HR_ACCESS_ANY, NULL, 0},
+    {"GET", "/api/v1/members/{subject}/unseen", hr_api_member_unseen, HR_ACCESS_ANY, NULL, 0},
 
     /* Operations */
     {"GET", "/healthz", hr_api_healthz, HR_ACCESS_PUBLIC, NULL, 0},

@@ -31,7 +31,8 @@
     X(store_timeout, DURATION, "2s", "Redis: timeout of one store round trip")            \
     X(log_level, STR, "info", "debug, info, warn or error")                               \
     X(counter_ttl, DURATION, "30d", "a counter connection expires this long after its last PUT") \
-    X(counter_exact_limit, UINT, "10000", "distinct tokens counted exactly per object before the sketch")
+    X(counter_exact_limit, UINT, "10000", "distinct tokens counted exactly per object before the sketch") \
+    X(story_content_max, SIZE, "256k", "largest story content accepted (bytes, before compression)")
 
 typedef enum { HR_SET_STR, HR_SET_UINT, HR_SET_BOOL, HR_SET_DURATION, HR_SET_SIZE } hr_setting_type;
 

@@ -1,0 +1,489 @@
+/* ratings.c — see ratings.h for the model, the keys and the costs. */
+#include "core/ratings.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "common/alloc.h"
+#include "common/buf.h"
+
+#define LOCK_STRIPES 256 /* a power of two */
+#define ID_MAX 128       /* identifiers (API.md) */
+#define WINDOW_MIN 64    /* unseen: the first window at least */
+#define WINDOW_MAX 10000 /* the store's largest range read */
+
+struct hr_ratings {
+    hr_store *store;
+    hr_stories *stories;
+    const char *ns; /* the stories' */
+    pthread_mutex_t locks[LOCK_STRIPES];
+};
+
+hr_ratings *hr_ratings_new(hr_store *store, hr_stories *stories) {
+    hr_ratings *r = hr_xcalloc(1, sizeof *r);
+    r->store = store;
+    r->stories = stories;
+    r->ns = hr_stories_ns(stories);
+    for (size_t i = 0; i < LOCK_STRIPES; i++)
+        pthread_mutex_init(&r->locks[i], NULL);
+    return r;
+}
+
+void hr_ratings_free(hr_ratings *r) {
+    if (r == NULL) return;
+    for (size_t i = 0; i < LOCK_STRIPES; i++)
+        pthread_mutex_destroy(&r->locks[i]);
+    free(r);
+}
+
+/* ---- Keys ------------------------------------------------------------------ */
+
+/* "{" NS kind a ["/" b] "}" */
+static hr_slice key(hr_buf *k, const hr_ratings *r, const char *kind, hr_slice a, hr_slice b) {
+    hr_buf_clear(k);
+    hr_buf_append_byte(k, '{');
+    hr_buf_append_str(k, r->ns);
+    hr_buf_append_str(k, kind);
+    hr_buf_append_slice(k, a);
+    if (b.len) {
+        hr_buf_append_byte(k, '/');
+        hr_buf_append_slice(k, b);
+    }
+    hr_buf_append_byte(k, '}');
+    return hr_buf_slice(k);
+}
+
+static const hr_slice none = {"", 0};
+
+static hr_slice subject_key(hr_buf *k, const hr_ratings *r, hr_slice s) {
+    return key(k, r, "rs/", s, none);
+}
+static hr_slice object_key(hr_buf *k, const hr_ratings *r, hr_slice o) {
+    return key(k, r, "ro/", o, none);
+}
+static hr_slice all_key(hr_buf *k, const hr_ratings *r) {
+    return key(k, r, "ratings/all", none, none);
+}
+
+/* "S/O", the member of {ratings/all}. */
+static hr_slice pair(hr_buf *m, hr_slice s, hr_slice o) {
+    hr_buf_clear(m);
+    hr_buf_append_slice(m, s);
+    hr_buf_append_byte(m, '/');
+    hr_buf_append_slice(m, o);
+    return hr_buf_slice(m);
+}
+
+/* ---- Stamps ------------------------------------------------------------------ */
+
+/* An index entry's score: time * 4 + (score + 1). Exact in a double for
+ * every time up to HR_TIME_MAX_MS (2^53 / 4 is year 73,000), ordered by time
+ * first, so a range by score is a range by time. */
+static double stamp(int score, int64_t time_ms) {
+    return (double)time_ms * 4 + (score + 1);
+}
+
+/* A stamp into *out (subject and object copied into a). */
+static int unstamp(double st, hr_slice s, hr_slice o, hr_arena *a, hr_rating *out, hr_err *err) {
+    int64_t v = (int64_t)st;
+    if ((double)v != st || v < 0 || v % 4 == 3)
+        return hr_err_set(err, HR_EINTERNAL, "rating of %.*s by %.*s is corrupt", (int)o.len, o.ptr,
+                          (int)s.len, s.ptr);
+    out->subject = hr_arena_copy(a, s);
+    out->object = hr_arena_copy(a, o);
+    out->score = (int)(v % 4) - 1;
+    out->time_ms = v / 4;
+    return HR_OK;
+}
+
+static int op_error(const hr_result *res, hr_err *err, const char *what) {
+    return hr_err_set(err, res->rc, "%s: %s", what, hr_strerror(res->rc));
+}
+
+static int check_ids(hr_slice a, hr_slice b, hr_err *err) {
+    if (a.len < 1 || a.len > ID_MAX || memchr(a.ptr, '/', a.len) || b.len < 1 || b.len > ID_MAX ||
+        memchr(b.ptr, '/', b.len))
+        return hr_err_set(err, HR_EINVAL, "subject and object must be identifiers");
+    return HR_OK;
+}
+
+/* ---- Upsert ----------------------------------------------------------------- */
+
+static pthread_mutex_t *lock_of(hr_ratings *r, hr_slice s, hr_slice o) {
+    uint64_t h = XXH3_64bits(s.ptr, s.len) * 31 + XXH3_64bits(o.ptr, o.len);
+    return &r->locks[h & (LOCK_STRIPES - 1)];
+}
+
+int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, int64_t time_ms, hr_arena *a,
+                   hr_rating *out, bool *applied, int64_t *story_score, hr_err *err) {
+    memset(out, 0, sizeof *out);
+    *applied = false;
+    *story_score = 0;
+    int rc = check_ids(subject, object, err);
+    if (rc != HR_OK) return rc;
+    if (score < -1 || score > 1)
+        return hr_err_set(err, HR_EINVAL, "score must be -1, 0 or 1 (got %d)", score);
+    if (time_ms < 0 || time_ms > HR_TIME_MAX_MS)
+        return hr_err_set(err, HR_EINVAL, "time must be 0..%lld ms since the epoch", HR_TIME_MAX_MS);
+
+    hr_buf k = HR_BUF_INIT, m = HR_BUF_INIT;
+    hr_batch *b = hr_batch_new();
+    hr_story story;
+    pthread_mutex_t *lock = lock_of(r, subject, object);
+    pthread_mutex_lock(lock);
+
+    /* Round trip 1: the stored rating (in the subject's index), and the
+     * story (it must exist; its time is the hot score's). */
+    size_t old_op = hr_zscore(b, subject_key(&k, r, subject), object);
+    size_t st_op = hr_stories_fill_ops(r->stories, b, object);
+    rc = hr_store_exec(r->store, b, 0, err);
+    if (rc == HR_OK) rc = hr_stories_fill_result(b, st_op, object, a, &story, err);
+    if (rc == HR_ENOTFOUND)
+        rc = hr_err_set(err, HR_ENOTFOUND, "no story '%.*s'", (int)object.len, object.ptr);
+    bool had = false;
+    hr_rating old = {0};
+    if (rc == HR_OK) {
+        const hr_result *res = hr_batch_result(b, old_op);
+        if (res->rc == HR_OK) {
+            rc = unstamp(res->score, subject, object, a, &old, err);
+            had = rc == HR_OK;
+        } else if (res->rc != HR_ENOTFOUND) {
+            rc = op_error(res, err, "rating");
+        }
+    }
+    int64_t delta = had ? score - old.score : score;
+    bool apply = rc == HR_OK && !(had && time_ms < old.time_ms);
+    int64_t sum = story.score;
+
+    /* Round trip 2: the three indexes, and the story's sum (one atomic
+     * WriteBatch on RocksDB; one pipeline on Redis Cluster). */
+    if (apply) {
+        hr_batch_reset(b);
+        double st = stamp(score, time_ms);
+        hr_zadd(b, subject_key(&k, r, subject), st, object);
+        hr_zadd(b, object_key(&k, r, object), st, subject);
+        hr_zadd(b, all_key(&k, r), st, pair(&m, subject, object));
+        size_t vote = delta ? hr_stories_vote_op(r->stories, b, object, delta) : 0;
+        rc = hr_store_exec(r->store, b, 0, err);
+        for (size_t i = 0; rc == HR_OK && i < hr_batch_len(b); i++)
+            if (hr_batch_result(b, i)->rc != HR_OK) rc = op_error(hr_batch_result(b, i), err, "rating");
+        if (rc == HR_OK && delta) sum = (int64_t)llround(hr_batch_result(b, vote)->score);
+    }
+    pthread_mutex_unlock(lock);
+
+    /* Round trip 3: the hot ranking follows the sum. */
+    if (apply && rc == HR_OK && delta)
+        rc = hr_stories_settle_hot(r->stories, object, story.time_ms, sum, err);
+    if (rc == HR_OK) {
+        *applied = apply;
+        *story_score = sum;
+        if (apply) {
+            out->subject = hr_arena_copy(a, subject);
+            out->object = hr_arena_copy(a, object);
+            out->score = score;
+            out->time_ms = time_ms;
+        } else {
+            *out = old;
+        }
+    }
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    hr_buf_free(&m);
+    return rc;
+}
+
+int hr_ratings_get(hr_ratings *r, hr_slice subject, hr_slice object, hr_arena *a, hr_rating *out,
+                   hr_err *err) {
+    memset(out, 0, sizeof *out);
+    int rc = check_ids(subject, object, err);
+    if (rc != HR_OK) return rc;
+    hr_buf k = HR_BUF_INIT;
+    hr_batch *b = hr_batch_new();
+    size_t op = hr_zscore(b, subject_key(&k, r, subject), object);
+    rc = hr_store_exec(r->store, b, 0, err);
+    if (rc == HR_OK) {
+        const hr_result *res = hr_batch_result(b, op);
+        if (res->rc == HR_OK)
+            rc = unstamp(res->score, subject, object, a, out, err);
+        else if (res->rc == HR_ENOTFOUND)
+            rc = hr_err_set(err, HR_ENOTFOUND, "no rating of '%.*s' by '%.*s'", (int)object.len, object.ptr,
+                            (int)subject.len, subject.ptr);
+        else
+            rc = op_error(res, err, "rating");
+    }
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    return rc;
+}
+
+/* ---- Rating lists ------------------------------------------------------ */
+
+/* Which part of a rating an index's members are. */
+typedef enum { BY_SUBJECT, BY_OBJECT, BY_ALL } list_kind;
+
+/* A list's range spec over stamps: since is a time. */
+static int stamp_spec(const hr_list_req *req, size_t max_member, hr_arena *a, hr_zrange_spec *spec,
+                      hr_err *err) {
+    int rc = hr_list_spec(req, max_member, a, spec, err);
+    if (rc == HR_OK && req->has_since) spec->min = stamp(-1, req->since_ms + 1);
+    return rc;
+}
+
+/* One page of an index in one round trip: a range read (with, for
+ * BY_OBJECT, a check that the story exists); the stamps are the ratings. */
+static int list(hr_ratings *r, list_kind kind, hr_slice fixed, const hr_list_req *req, hr_arena *a,
+                hr_rating_page *out, hr_err *err) {
+    memset(out, 0, sizeof *out);
+    if ((kind != BY_ALL && fixed.len == 0) || fixed.len > ID_MAX || memchr(fixed.ptr, '/', fixed.len))
+        return hr_err_set(err, HR_EINVAL, "not an identifier");
+    hr_zrange_spec spec;
+    int rc = stamp_spec(req, 2 * ID_MAX + 1, a, &spec, err);
+    if (rc != HR_OK) return rc;
+    hr_buf k = HR_BUF_INIT;
+    hr_batch *b = hr_batch_new();
+    hr_slice index = kind == BY_SUBJECT  ? subject_key(&k, r, fixed)
+                     : kind == BY_OBJECT ? object_key(&k, r, fixed)
+                                         : all_key(&k, r);
+    size_t op = hr_zrange(b, index, &spec);
+    size_t st = kind == BY_OBJECT ? hr_stories_fill_ops(r->stories, b, fixed) : 0;
+    rc = hr_store_exec(r->store, b, 0, err);
+    const hr_result *res = rc == HR_OK ? hr_batch_result(b, op) : NULL;
+    if (res && res->rc != HR_OK) rc = op_error(res, err, "ratings");
+    if (rc == HR_OK && kind == BY_OBJECT) {
+        hr_story story;
+        rc = hr_stories_fill_result(b, st, fixed, a, &story, err);
+        if (rc == HR_ENOTFOUND)
+            rc = hr_err_set(err, HR_ENOTFOUND, "no story '%.*s'", (int)fixed.len, fixed.ptr);
+    }
+    size_t n = rc == HR_OK ? res->n_entries : 0;
+    out->items = hr_arena_alloc(a, (n ? n : 1) * sizeof *out->items);
+    for (size_t i = 0; rc == HR_OK && i < n; i++) {
+        hr_slice mbr = res->entries[i].member;
+        hr_slice s = fixed, o = fixed;
+        if (kind == BY_SUBJECT)
+            o = mbr;
+        else if (kind == BY_OBJECT)
+            s = mbr;
+        else {
+            const char *slash = memchr(mbr.ptr, '/', mbr.len);
+            if (slash == NULL) continue; /* not ours */
+            s = hr_slice_of(mbr.ptr, (size_t)(slash - mbr.ptr));
+            o = hr_slice_of(slash + 1, mbr.len - s.len - 1);
+        }
+        if (unstamp(res->entries[i].score, s, o, a, &out->items[out->n], err) == HR_OK) out->n++;
+    }
+    if (rc == HR_OK && n && res->more) {
+        const hr_zentry *last = &res->entries[n - 1];
+        out->next_cursor = hr_list_cursor(a, last->score, last->member);
+    }
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    return rc;
+}
+
+int hr_ratings_by_subject(hr_ratings *r, hr_slice subject, const hr_list_req *req, hr_arena *a,
+                          hr_rating_page *out, hr_err *err) {
+    return list(r, BY_SUBJECT, subject, req, a, out, err);
+}
+
+int hr_ratings_by_object(hr_ratings *r, hr_slice object, const hr_list_req *req, hr_arena *a,
+                         hr_rating_page *out, hr_err *err) {
+    return list(r, BY_OBJECT, object, req, a, out, err);
+}
+
+int hr_ratings_all(hr_ratings *r, const hr_list_req *req, hr_arena *a, hr_rating_page *out, hr_err *err) {
+    return list(r, BY_ALL, none, req, a, out, err);
+}
+
+/* ---- Story lists for a member -------------------------------------------- */
+
+/* A ranked story id. */
+typedef struct ranked {
+    double score;
+    char id[HR_STORY_ID_LEN + 1];
+    bool has_rating; /* the subject's, for top-rated */
+    int rating;
+    int64_t rating_time_ms;
+} ranked;
+
+/* The rankings' order: score descending, then id descending. */
+static int ranked_cmp(const void *x, const void *y) {
+    const ranked *a = x, *b = y;
+    if (a->score != b->score) return a->score > b->score ? -1 : 1;
+    return -strcmp(a->id, b->id);
+}
+
+static bool id_like(hr_slice m) {
+    return m.len == HR_STORY_ID_LEN;
+}
+
+/* Fill page->items from ids (n of them) in one batch of each story's
+ * fields. Stories gone missing are skipped. */
+static int fill_page(hr_ratings *r, const ranked *ids, size_t n, hr_arena *a, hr_story_page *page,
+                     hr_err *err) {
+    page->items = hr_arena_alloc(a, (n ? n : 1) * sizeof *page->items);
+    page->n = 0;
+    if (n == 0) return HR_OK;
+    hr_batch *b = hr_batch_new();
+    size_t *first = hr_arena_alloc(a, n * sizeof *first);
+    for (size_t i = 0; i < n; i++)
+        first[i] = hr_stories_fill_ops(r->stories, b, hr_slice_of(ids[i].id, HR_STORY_ID_LEN));
+    int rc = hr_store_exec(r->store, b, 0, err);
+    for (size_t i = 0; rc == HR_OK && i < n; i++) {
+        hr_story *st = &page->items[page->n];
+        int fr = hr_stories_fill_result(b, first[i], hr_slice_of(ids[i].id, HR_STORY_ID_LEN), a, st, err);
+        if (fr == HR_ENOTFOUND) continue;
+        if (fr != HR_OK) {
+            rc = fr;
+            break;
+        }
+        st->has_rating = ids[i].has_rating;
+        st->rating = ids[i].rating;
+        st->rating_time_ms = ids[i].rating_time_ms;
+        page->n++;
+    }
+    hr_batch_free(b);
+    return rc;
+}
+
+int hr_ratings_top_rated(hr_ratings *r, hr_slice subject, const hr_list_req *req, hr_arena *a,
+                         hr_story_page *out, hr_err *err) {
+    memset(out, 0, sizeof *out);
+    if (subject.len < 1 || subject.len > ID_MAX || memchr(subject.ptr, '/', subject.len))
+        return hr_err_set(err, HR_EINVAL, "subject must be an identifier");
+    /* The cursor and limit are checked as a list's; the range itself is of
+     * the subject's ratings since the date, which are then ranked. */
+    hr_zrange_spec cur;
+    int rc = stamp_spec(req, HR_STORY_ID_LEN, a, &cur, err);
+    if (rc != HR_OK) return rc;
+    hr_zrange_spec spec = hr_zrange_all(true, HR_TOP_RATED_SCAN);
+    spec.min = cur.min;
+
+    hr_buf k = HR_BUF_INIT, top = HR_BUF_INIT;
+    hr_stories_rank_key(r->stories, HR_RANK_TOP, &top);
+    hr_batch *b = hr_batch_new(), *sb = hr_batch_new();
+    size_t op = hr_zrange(b, subject_key(&k, r, subject), &spec);
+    rc = hr_store_exec(r->store, b, 0, err);
+    const hr_result *res = rc == HR_OK ? hr_batch_result(b, op) : NULL;
+    if (res && res->rc != HR_OK) rc = op_error(res, err, "ratings");
+    size_t n = 0;
+    ranked *items = NULL;
+    if (rc == HR_OK && res->n_entries) {
+        for (size_t i = 0; i < res->n_entries; i++)
+            hr_zscore(sb, hr_buf_slice(&top), res->entries[i].member); /* op i */
+        rc = hr_store_exec(r->store, sb, 0, err);
+        items = hr_arena_alloc(a, res->n_entries * sizeof *items);
+        for (size_t i = 0; rc == HR_OK && i < res->n_entries; i++) {
+            const hr_result *z = hr_batch_result(sb, i);
+            hr_slice m = res->entries[i].member;
+            if (z->rc == HR_ENOTFOUND || !id_like(m)) continue; /* not a ranked story */
+            if (z->rc != HR_OK) {
+                rc = op_error(z, err, "ranking");
+                break;
+            }
+            hr_rating mine;
+            if (unstamp(res->entries[i].score, subject, m, a, &mine, NULL) != HR_OK) continue;
+            items[n] = (ranked){
+                .score = z->score, .has_rating = true, .rating = mine.score, .rating_time_ms = mine.time_ms};
+            memcpy(items[n++].id, m.ptr, HR_STORY_ID_LEN);
+        }
+    }
+    size_t from = 0, take = 0;
+    if (rc == HR_OK && n) {
+        qsort(items, n, sizeof *items, ranked_cmp);
+        if (cur.has_cursor) { /* strictly after the cursor in the ranking's order */
+            ranked c = {.score = cur.cursor_score};
+            if (cur.cursor_member.len == HR_STORY_ID_LEN)
+                memcpy(c.id, cur.cursor_member.ptr, HR_STORY_ID_LEN);
+            while (from < n && ranked_cmp(&items[from], &c) <= 0)
+                from++;
+        }
+        take = n - from < req->limit ? n - from : req->limit;
+        rc = fill_page(r, items + from, take, a, out, err);
+        if (rc == HR_OK && from + take < n)
+            out->next_cursor = hr_list_cursor(a, items[from + take - 1].score,
+                                              hr_slice_of(items[from + take - 1].id, HR_STORY_ID_LEN));
+    }
+    hr_batch_free(sb);
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    hr_buf_free(&top);
+    return rc;
+}
+
+int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const hr_list_req *req, hr_arena *a,
+                      hr_story_page *out, hr_err *err) {
+    memset(out, 0, sizeof *out);
+    if (subject.len < 1 || subject.len > ID_MAX || memchr(subject.ptr, '/', subject.len))
+        return hr_err_set(err, HR_EINVAL, "subject must be an identifier");
+    hr_zrange_spec spec;
+    int rc = hr_list_spec(req, HR_STORY_ID_LEN, a, &spec, err);
+    if (rc != HR_OK) return rc;
+    spec.min = -INFINITY; /* since does not apply: every story is a candidate */
+
+    hr_buf rank = HR_BUF_INIT, seen = HR_BUF_INIT;
+    hr_stories_rank_key(r->stories, kind, &rank);
+    subject_key(&seen, r, subject);
+    ranked *found = hr_arena_alloc(a, req->limit * sizeof *found);
+    size_t n_found = 0, scanned = 0;
+    size_t window = 2 * req->limit > WINDOW_MIN ? 2 * req->limit : WINDOW_MIN;
+    hr_batch *b = hr_batch_new(), *sb = hr_batch_new();
+
+    for (;;) {
+        hr_batch_reset(b);
+        hr_batch_reset(sb);
+        spec.limit = window < WINDOW_MAX ? window : WINDOW_MAX;
+        if (spec.limit > HR_UNSEEN_SCAN - scanned) spec.limit = HR_UNSEEN_SCAN - scanned;
+        size_t op = hr_zrange(b, hr_buf_slice(&rank), &spec);
+        rc = hr_store_exec(r->store, b, 0, err);
+        const hr_result *res = rc == HR_OK ? hr_batch_result(b, op) : NULL;
+        if (res && res->rc != HR_OK) rc = op_error(res, err, "ranking");
+        if (rc != HR_OK || res->n_entries == 0) break;
+
+        /* One batch of membership tests against the seen set. */
+        for (size_t i = 0; i < res->n_entries; i++)
+            hr_zscore(sb, hr_buf_slice(&seen), res->entries[i].member); /* op i */
+        rc = hr_store_exec(r->store, sb, 0, err);
+        bool full = false;
+        for (size_t i = 0; rc == HR_OK && i < res->n_entries && !full; i++) {
+            const hr_result *z = hr_batch_result(sb, i);
+            const hr_zentry *e = &res->entries[i];
+            if (z->rc == HR_OK) continue; /* seen */
+            if (z->rc != HR_ENOTFOUND)
+                rc = op_error(z, err, "seen set");
+            else if (id_like(e->member)) {
+                found[n_found] = (ranked){.score = e->score};
+                memcpy(found[n_found].id, e->member.ptr, HR_STORY_ID_LEN);
+                found[n_found].id[HR_STORY_ID_LEN] = '\0';
+                full = ++n_found == req->limit;
+                if (full && (i + 1 < res->n_entries || res->more))
+                    out->next_cursor = hr_list_cursor(a, e->score, e->member);
+            }
+        }
+        if (rc != HR_OK || full) break;
+        const hr_zentry *last = &res->entries[res->n_entries - 1];
+        scanned += res->n_entries;
+        if (!res->more) break;
+        if (scanned >= HR_UNSEEN_SCAN) { /* answered short; the cursor goes on */
+            out->next_cursor = hr_list_cursor(a, last->score, last->member);
+            break;
+        }
+        spec.has_cursor = true;
+        spec.cursor_score = last->score;
+        spec.cursor_member = hr_arena_copy(a, last->member); /* b is reset next */
+        window *= 4;
+    }
+    if (rc == HR_OK) {
+        const char *cursor = out->next_cursor;
+        rc = fill_page(r, found, n_found, a, out, err);
+        out->next_cursor = cursor;
+    }
+    hr_batch_free(sb);
+    hr_batch_free(b);
+    hr_buf_free(&rank);
+    hr_buf_free(&seen);
+    return rc;
+}

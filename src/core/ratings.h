@@ -1,0 +1,162 @@
+/* ratings.h — ratings of stories by subjects, and the two member queries
+ * built on them: "top-rated" and "unseen" (seed 002).
+ *
+ * A subject (a user, a feed, a recommender, the home-page builder) rates an
+ * object, a story (core/stories.h), with +1 (liked), -1 (disliked) or 0
+ * (seen: do not show it again). A subject has at most one rating of an
+ * object: a PUT is an upsert, and the story's score (the sum of its
+ * ratings) and every index follow the change at once.
+ *
+ * Which rating wins: the latest BY TIME. A rating carries a time (the
+ * client's, or now); a rating older than the stored one is not applied
+ * (the stored one is answered, applied = false), one as old or newer
+ * replaces it. So a feed replaying old ratings, or two devices syncing out
+ * of order, cannot undo a newer decision; a client that sends no time gets
+ * "now", which is last-write-wins in practice.
+ *
+ * Ratings are public: any caller may list a subject's ratings (the seed's
+ * model: feeds and recommenders are subjects, and their ratings are the
+ * product). The social-reading rule that a user's reads are revealed only
+ * to friends does not apply to ratings.
+ *
+ * Storage keys (braces are Redis Cluster hash tags; NS is the stories'
+ * namespace; '/' cannot occur in identifiers, so "S/O" splits at its '/'):
+ *
+ *   {NSrs/S}          zset   member O: the subject's ratings newest first,
+ *                            the rating itself (GET, upsert), AND the
+ *                            subject's seen set (any rating, 0 included)
+ *   {NSro/O}          zset   member S: the story's ratings
+ *   {NSratings/all}   zset   member "S/O": all ratings by date
+ *
+ * Every entry's score is a stamp, time_ms * 4 + (score + 1): ordered by
+ * time first, so a range by stamp is a range by date, and the rating is in
+ * the stamp, so no list needs a second read for the scores, and there is no
+ * separate rating record to keep in step (a double holds the stamp exactly
+ * for every time up to year 73,000). The design first drawn had a value
+ * {rt/S/O} per rating and a multi-get per list: the stamp saves a write per
+ * upsert and a round trip per list.
+ *
+ * Each index holds one entry per (subject, object), at the latest rating's
+ * stamp. {ratings/all} is one key: on Redis Cluster it is one hot key on one
+ * node, as the seed's rating_by_date table was one partition. To shard it
+ * later, key it by day ({ratings/all/2024-05-01}) and walk days backwards
+ * from the cursor's day; a rating that moves to a new time is removed from
+ * its old day (the stamp read by the upsert says which).
+ *
+ * Concurrency. The story's sum is changed by hr_zincr (atomic), so votes
+ * of different subjects never lose one, in one process or many. An upsert
+ * computes its delta (new - old score) from the stored rating, so two
+ * upserts of the SAME (subject, object) must not interleave: a striped
+ * mutex per (subject, object) is held from that read to the write. That is
+ * exact on RocksDB (one process). On Redis Cluster with several herald
+ * processes, two upserts of the same subject and object at the same instant
+ * on two servers (a double click landing on two servers) can both compute
+ * the delta from the same old rating, leaving the sum off by that delta,
+ * and the "latest by time" check can let the older one land last. That is
+ * the one race left; a Lua compare-and-set on {rs/S} (write the stamp if
+ * newer, answer the old one, in one script) would close it, and belongs in
+ * store.h when it is needed. Crash consistency: on RocksDB the indexes and
+ * the sum are one WriteBatch; on Redis Cluster they are in different slots
+ * (one pipeline), so a crash in between can leave an index entry without
+ * the sum's change. The hot score is written after the sum: a crash in
+ * between leaves it stale until the story's next vote.
+ *
+ * Cost in store round trips (one batch each):
+ *   put          2 (read the rating and the story; write the indexes and
+ *                the sum), + 1 to settle the hot score when the sum changed
+ *                (rarely more: core/stories.h hr_stories_settle_hot)
+ *   get          1
+ *   by_subject   1: a range read
+ *   by_object    1 (the range read and the story's existence together)
+ *   all          1
+ *   top_rated    3: the subject's ratings since a date (the most recent
+ *                HR_TOP_RATED_SCAN of them), one batch of their stories'
+ *                sums, sorted in memory; then the page's stories
+ *   unseen       2 per window + 1: a window of the ranking (descending
+ *                from the cursor), one batch of membership tests against
+ *                the subject's seen set; windows start at max(2*limit, 64)
+ *                entries and grow x4 (up to 10,000) until `limit` unseen
+ *                stories are found; then one multi-get of the page's
+ *                stories. Entries read: O(limit + stories the subject has
+ *                seen among those ranked above the page), never every
+ *                story. A member who has seen 10,000 stories spread over
+ *                a larger ranking costs one or two windows (~0.5 ms); one
+ *                who has seen exactly the top 10,000 costs five windows and
+ *                20,000 entry reads, bound by the store's per-entry cost
+ *                (~80 ms on both backends today; see the note at
+ *                HR_UNSEEN_SCAN). At most HR_UNSEEN_SCAN entries per call:
+ *                past it the page is answered short, with a cursor. */
+#ifndef HR_RATINGS_H
+#define HR_RATINGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/arena.h"
+#include "common/err.h"
+#include "common/slice.h"
+#include "core/rank.h"
+#include "core/stories.h"
+#include "store/store.h"
+
+#define HR_TOP_RATED_SCAN 10000 /* a subject's most recent ratings top_rated ranks */
+/* Ranking entries one unseen call reads at most. A bound on latency: both
+ * backends read about 2-3 us per sorted-set entry (range or point read,
+ * measured here), so 20,000 is some 50 ms; a member who has seen more of
+ * the top than that gets a short page and a cursor to go on. */
+#define HR_UNSEEN_SCAN 20000
+
+/* A rating as read; slices point into the arena the call was given. */
+typedef struct hr_rating {
+    hr_slice subject, object;
+    int score; /* -1, 0, 1 */
+    int64_t time_ms;
+} hr_rating;
+
+typedef struct hr_rating_page {
+    hr_rating *items;
+    size_t n;
+    const char *next_cursor; /* in the arena; NULL on the last page */
+} hr_rating_page;
+
+typedef struct hr_ratings hr_ratings;
+
+/* Ratings of the stories of `stories` (borrowed, as is store; both must
+ * outlive them), in the stories' namespace. */
+hr_ratings *hr_ratings_new(hr_store *store, hr_stories *stories);
+void hr_ratings_free(hr_ratings *r);
+
+/* subject and object are identifiers (the API layer checks); object must be
+ * a story (HR_ENOTFOUND otherwise). */
+
+/* Upsert subject's rating of object: score -1..1, time_ms 0..HR_TIME_MAX_MS
+ * (HR_EINVAL naming the field otherwise, before anything is read). *out is
+ * the rating stored afterwards, *applied false when the stored one was newer
+ * and was kept, *story_score the story's sum afterwards. */
+int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, int64_t time_ms, hr_arena *a,
+                   hr_rating *out, bool *applied, int64_t *story_score, hr_err *err);
+
+/* subject's rating of object; HR_ENOTFOUND if none. */
+int hr_ratings_get(hr_ratings *r, hr_slice subject, hr_slice object, hr_arena *a, hr_rating *out,
+                   hr_err *err);
+
+/* Lists, newest first, after req->since_ms. */
+int hr_ratings_by_subject(hr_ratings *r, hr_slice subject, const hr_list_req *req, hr_arena *a,
+                          hr_rating_page *out, hr_err *err);
+/* HR_ENOTFOUND when object is not a story. */
+int hr_ratings_by_object(hr_ratings *r, hr_slice object, const hr_list_req *req, hr_arena *a,
+                         hr_rating_page *out, hr_err *err);
+int hr_ratings_all(hr_ratings *r, const hr_list_req *req, hr_arena *a, hr_rating_page *out, hr_err *err);
+
+/* The highest-scoring stories subject rated (any rating, 0 included) after
+ * req->since_ms, by score descending, ties by id descending (the rankings'
+ * order). Each item carries the subject's own rating (has_rating). */
+int hr_ratings_top_rated(hr_ratings *r, hr_slice subject, const hr_list_req *req, hr_arena *a,
+                         hr_story_page *out, hr_err *err);
+
+/* The highest-ranked stories (by kind: the sum, or hot) subject has not
+ * rated, rating 0 (seen) included. req->since_ms is ignored. */
+int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const hr_list_req *req, hr_arena *a,
+                      hr_story_page *out, hr_err *err);
+
+#endif

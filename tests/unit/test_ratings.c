@@ -1,0 +1,574 @@
+/* Unit tests of core/ratings over a real store, on both backends: upserts
+ * and the indexes and rankings that follow them, concurrency, and the
+ * top-rated and unseen queries. Every test has its own key namespace. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/arena.h"
+#include "core/ratings.h"
+#include "core/stories.h"
+#include "support.h"
+
+#define T0 1700000000000LL
+#define HOUR 3600000LL
+
+typedef struct env {
+    test_store t;
+    char ns[40];
+    hr_stories *stories;
+    hr_ratings *ratings;
+    hr_arena a;
+} env;
+
+typedef void (*env_check)(env *e);
+
+static void run(const char *kind, env_check check) {
+    env e;
+    memset(&e, 0, sizeof e);
+    test_store_open(&e.t, kind);
+    test_unique(e.ns, sizeof e.ns - 1, "t");
+    strcat(e.ns, "/");
+    hr_stories_options o = {.ns = e.ns};
+    e.stories = hr_stories_new(e.t.store, &o);
+    e.ratings = hr_ratings_new(e.t.store, e.stories);
+    check(&e);
+    hr_ratings_free(e.ratings);
+    hr_stories_free(e.stories);
+    hr_arena_free(&e.a);
+    test_store_close(&e.t);
+}
+
+#define BOTH_BACKENDS(check)                                                                                 \
+    Test(ratings_rocksdb, check) {                                                                           \
+        run("rocksdb", check);                                                                               \
+    }                                                                                                        \
+    Test(ratings_redis, check) {                                                                             \
+        run("redis", check);                                                                                 \
+    }
+
+/* A story at https://example.com/N; its id into id. */
+static void story(env *e, int n, int64_t time, char id[17]) {
+    char url[64];
+    snprintf(url, sizeof url, "https://example.com/%d", n);
+    hr_story st;
+    bool dup;
+    hr_err err = {0};
+    cr_assert_eq(
+        hr_stories_create(e->stories, hr_slice_str(url), hr_slice_str(""), time, &e->a, &st, &dup, &err),
+        HR_OK, "%s", err.msg);
+    strcpy(id, st.id);
+}
+
+static bool rate_full(env *e, const char *subject, const char *object, int score, int64_t time,
+                      int64_t *sum) {
+    hr_rating r;
+    bool applied;
+    int64_t s;
+    hr_err err = {0};
+    int rc = hr_ratings_put(e->ratings, hr_slice_str(subject), hr_slice_str(object), score, time, &e->a, &r,
+                            &applied, &s, &err);
+    cr_assert_eq(rc, HR_OK, "rate %s %s: %s", subject, object, err.msg);
+    if (sum) *sum = s;
+    return applied;
+}
+
+static int64_t rate(env *e, const char *subject, const char *object, int score, int64_t time) {
+    int64_t sum;
+    cr_assert(rate_full(e, subject, object, score, time, &sum), "rating applied");
+    return sum;
+}
+
+/* The score and the stored hot score of a story, read from the rankings. */
+static double zscore(env *e, hr_rank_kind kind, const char *id) {
+    hr_buf k = HR_BUF_INIT;
+    hr_stories_rank_key(e->stories, kind, &k);
+    hr_batch *b = hr_batch_new();
+    size_t op = hr_zscore(b, hr_buf_slice(&k), hr_slice_str(id));
+    cr_assert_eq(hr_store_exec(e->t.store, b, 0, NULL), HR_OK);
+    const hr_result *r = hr_batch_result(b, op);
+    cr_assert_eq(r->rc, HR_OK, "%s is ranked", id);
+    double s = r->score;
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    return s;
+}
+
+static void assert_ranked(env *e, const char *id, int64_t sum, int64_t time) {
+    cr_assert_eq((int64_t)zscore(e, HR_RANK_TOP, id), sum, "top of %s", id);
+    cr_assert(zscore(e, HR_RANK_HOT, id) == hr_rank_hot(sum, time), "hot of %s follows the sum %lld", id,
+              (long long)sum);
+}
+
+static hr_rating_page list(env *e, int which, const char *fixed, size_t limit) {
+    hr_list_req req = {.limit = limit};
+    hr_rating_page p;
+    hr_err err = {0};
+    int rc = which == 0   ? hr_ratings_by_subject(e->ratings, hr_slice_str(fixed), &req, &e->a, &p, &err)
+             : which == 1 ? hr_ratings_by_object(e->ratings, hr_slice_str(fixed), &req, &e->a, &p, &err)
+                          : hr_ratings_all(e->ratings, &req, &e->a, &p, &err);
+    cr_assert_eq(rc, HR_OK, "%s", err.msg);
+    return p;
+}
+
+/* ---- Upserts and the indexes ---- */
+
+static void upsert_maintains_indexes(env *e) {
+    char x[17], y[17];
+    story(e, 1, T0, x);
+    story(e, 2, T0 + HOUR, y);
+    assert_ranked(e, x, 0, T0);
+    cr_assert_eq(rate(e, "alice", x, 1, T0 + 10), 1);
+    assert_ranked(e, x, 1, T0);
+    cr_assert_eq(rate(e, "bob", x, 1, T0 + 20), 2);
+    assert_ranked(e, x, 2, T0);
+    /* +1 -> -1 changes the sum by -2, and hot follows */
+    cr_assert_eq(rate(e, "alice", x, -1, T0 + 30), 0);
+    assert_ranked(e, x, 0, T0);
+    cr_assert_eq(rate(e, "bob", x, -1, T0 + 40), -2);
+    assert_ranked(e, x, -2, T0);
+    /* the same score again: sum unchanged, time moves */
+    cr_assert_eq(rate(e, "bob", x, -1, T0 + 50), -2);
+    rate(e, "alice", y, 0, T0 + 60);
+    assert_ranked(e, y, 0, T0 + HOUR);
+
+    /* one entry per (subject, object), at the latest time */
+    hr_rating_page p = list(e, 0, "alice", 10);
+    cr_assert_eq(p.n, 2);
+    cr_assert(hr_slice_eq(p.items[0].object, hr_slice_str(y)) && p.items[0].score == 0);
+    cr_assert(hr_slice_eq(p.items[1].object, hr_slice_str(x)) && p.items[1].score == -1 &&
+              p.items[1].time_ms == T0 + 30);
+    p = list(e, 1, x, 10);
+    cr_assert_eq(p.n, 2);
+    cr_assert(hr_slice_eq(p.items[0].subject, hr_slice_str("bob")) && p.items[0].time_ms == T0 + 50);
+    cr_assert(hr_slice_eq(p.items[1].subject, hr_slice_str("alice")) && p.items[1].time_ms == T0 + 30);
+    p = list(e, 2, NULL, 10);
+    cr_assert_eq(p.n, 3);
+    cr_assert(hr_slice_eq(p.items[0].subject, hr_slice_str("alice")) &&
+              hr_slice_eq(p.items[0].object, hr_slice_str(y)));
+    cr_assert(hr_slice_eq(p.items[1].subject, hr_slice_str("bob")) && p.items[1].score == -1);
+    cr_assert(hr_slice_eq(p.items[2].subject, hr_slice_str("alice")) && p.items[2].time_ms == T0 + 30);
+    /* the single rating */
+    hr_rating r;
+    cr_assert_eq(hr_ratings_get(e->ratings, hr_slice_str("bob"), hr_slice_str(x), &e->a, &r, NULL), HR_OK);
+    cr_assert(r.score == -1 && r.time_ms == T0 + 50);
+    cr_assert_eq(hr_ratings_get(e->ratings, hr_slice_str("carol"), hr_slice_str(x), &e->a, &r, NULL),
+                 HR_ENOTFOUND);
+    /* the story reads its score */
+    hr_story st;
+    cr_assert_eq(hr_stories_get(e->stories, hr_slice_str(x), false, &e->a, &st, NULL), HR_OK);
+    cr_assert_eq(st.score, -2);
+}
+BOTH_BACKENDS(upsert_maintains_indexes)
+
+static void latest_by_time_wins(env *e) {
+    char x[17];
+    story(e, 1, T0, x);
+    cr_assert_eq(rate(e, "alice", x, 1, T0 + 1000), 1);
+    /* an older rating is not applied; the stored one is answered */
+    int64_t sum;
+    hr_rating r;
+    bool applied = true;
+    cr_assert_eq(hr_ratings_put(e->ratings, hr_slice_str("alice"), hr_slice_str(x), -1, T0 + 999, &e->a, &r,
+                                &applied, &sum, NULL),
+                 HR_OK);
+    cr_assert(!applied);
+    cr_assert(r.score == 1 && r.time_ms == T0 + 1000);
+    cr_assert_eq(sum, 1);
+    assert_ranked(e, x, 1, T0);
+    /* one as old replaces it */
+    cr_assert_eq(rate(e, "alice", x, 0, T0 + 1000), 0);
+    assert_ranked(e, x, 0, T0);
+    hr_rating_page p = list(e, 0, "alice", 10);
+    cr_assert(p.n == 1 && p.items[0].score == 0);
+}
+BOTH_BACKENDS(latest_by_time_wins)
+
+static void bad_ratings_change_nothing(env *e) {
+    char x[17];
+    story(e, 1, T0, x);
+    rate(e, "alice", x, 1, T0 + 5);
+    hr_rating r;
+    bool applied;
+    int64_t sum;
+    hr_err err = {0};
+    cr_assert_eq(hr_ratings_put(e->ratings, hr_slice_str("alice"), hr_slice_str(x), 2, T0 + 9, &e->a, &r,
+                                &applied, &sum, &err),
+                 HR_EINVAL);
+    cr_assert(strstr(err.msg, "score"), "%s", err.msg);
+    cr_assert_eq(hr_ratings_put(e->ratings, hr_slice_str("alice"), hr_slice_str(x), -2, T0 + 9, &e->a, &r,
+                                &applied, &sum, &err),
+                 HR_EINVAL);
+    cr_assert_eq(hr_ratings_put(e->ratings, hr_slice_str("alice"), hr_slice_str(x), -1, -1, &e->a, &r,
+                                &applied, &sum, &err),
+                 HR_EINVAL);
+    cr_assert(strstr(err.msg, "time"), "%s", err.msg);
+    cr_assert_eq(hr_ratings_put(e->ratings, hr_slice_str("alice"), hr_slice_str("0123456789abcdef"), 1, T0,
+                                &e->a, &r, &applied, &sum, &err),
+                 HR_ENOTFOUND);
+    cr_assert(strstr(err.msg, "story"), "%s", err.msg);
+    cr_assert_eq(hr_ratings_put(e->ratings, hr_slice_str("al/ice"), hr_slice_str(x), 1, T0, &e->a, &r,
+                                &applied, &sum, &err),
+                 HR_EINVAL);
+    assert_ranked(e, x, 1, T0);
+    cr_assert_eq(list(e, 2, NULL, 10).n, 1, "no index entry was added");
+    cr_assert_eq(list(e, 0, "alice", 10).items[0].time_ms, T0 + 5);
+    hr_rating_page p;
+    hr_list_req req = {.limit = 5};
+    cr_assert_eq(hr_ratings_by_object(e->ratings, hr_slice_str("0123456789abcdef"), &req, &e->a, &p, &err),
+                 HR_ENOTFOUND);
+}
+BOTH_BACKENDS(bad_ratings_change_nothing)
+
+static void rating_lists_page(env *e) {
+    char x[17], ids[30][17];
+    story(e, 0, T0, x);
+    for (int i = 0; i < 30; i++) {
+        story(e, i + 1, T0, ids[i]);
+        rate(e, "feed", ids[i], 1, T0 + (i / 2) * 10); /* pairs share a time */
+        char subject[16];
+        snprintf(subject, sizeof subject, "u%02d", i);
+        rate(e, subject, x, i % 3 - 1, T0 + 1000 + i);
+    }
+    const char *fixed[] = {"feed", x, NULL};
+    for (int which = 0; which < 3; which++) {
+        size_t total = which == 2 ? 60 : 30, got = 0;
+        hr_list_req req = {.limit = 7};
+        char seen[64][300];
+        int64_t prev = INT64_MAX;
+        for (int pages = 0; pages < 20; pages++) {
+            hr_rating_page p;
+            cr_assert_eq(
+                which == 0 ? hr_ratings_by_subject(e->ratings, hr_slice_str(fixed[0]), &req, &e->a, &p, NULL)
+                : which == 1 ? hr_ratings_by_object(e->ratings, hr_slice_str(fixed[1]), &req, &e->a, &p, NULL)
+                             : hr_ratings_all(e->ratings, &req, &e->a, &p, NULL),
+                HR_OK);
+            for (size_t i = 0; i < p.n; i++) {
+                cr_assert(p.items[i].time_ms <= prev, "newest first");
+                prev = p.items[i].time_ms;
+                snprintf(seen[got], sizeof seen[got], "%.*s/%.*s", (int)p.items[i].subject.len,
+                         p.items[i].subject.ptr, (int)p.items[i].object.len, p.items[i].object.ptr);
+                for (size_t j = 0; j < got; j++)
+                    cr_assert_str_neq(seen[j], seen[got], "repeated");
+                got++;
+            }
+            req.cursor = p.next_cursor;
+            if (!req.cursor) break;
+        }
+        cr_assert_eq(got, total, "list %d: %zu of %zu", which, got, total);
+    }
+    /* since is exclusive */
+    hr_list_req req = {.limit = 100, .has_since = true, .since_ms = T0 + 130};
+    hr_rating_page p;
+    cr_assert_eq(hr_ratings_by_subject(e->ratings, hr_slice_str("feed"), &req, &e->a, &p, NULL), HR_OK);
+    cr_assert_eq(p.n, 2, "the pair at +140");
+}
+BOTH_BACKENDS(rating_lists_page)
+
+/* ---- Concurrency ---- */
+
+typedef struct worker {
+    env *e;
+    const char *object;
+    int thread;
+    int n;
+    int fixed_subject; /* all threads as one subject */
+} worker;
+
+static void *vote(void *arg) {
+    worker *w = arg;
+    hr_arena a = HR_ARENA_INIT;
+    char subject[32];
+    for (int i = 0; i < w->n; i++) {
+        if (w->fixed_subject)
+            snprintf(subject, sizeof subject, "same");
+        else
+            snprintf(subject, sizeof subject, "t%d-u%d", w->thread, i);
+        hr_rating r;
+        bool applied;
+        int64_t sum;
+        /* up, then (for odd i) down: two upserts of one (subject, object) */
+        int rc = hr_ratings_put(w->e->ratings, hr_slice_str(subject), hr_slice_str(w->object), 1,
+                                T0 + 1000 + i, &a, &r, &applied, &sum, NULL);
+        if (rc == HR_OK && i % 2)
+            rc = hr_ratings_put(w->e->ratings, hr_slice_str(subject), hr_slice_str(w->object), -1,
+                                T0 + 1000 + i, &a, &r, &applied, &sum, NULL);
+        if (rc != HR_OK) return (void *)1;
+        hr_arena_reset(&a);
+    }
+    hr_arena_free(&a);
+    return NULL;
+}
+
+static void concurrent_votes_exact(env *e) {
+    char x[17], y[17];
+    story(e, 1, T0, x);
+    story(e, 2, T0, y);
+    enum { THREADS = 8, EACH = 40 };
+    worker w[THREADS];
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (worker){e, x, i, EACH, 0};
+        cr_assert_eq(pthread_create(&th[i], NULL, vote, &w[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        void *ret;
+        pthread_join(th[i], &ret);
+        cr_assert_null(ret, "thread %d failed", i);
+    }
+    /* per thread: 20 subjects end at +1, 20 at -1 */
+    assert_ranked(e, x, 0, T0);
+    cr_assert_eq(list(e, 1, x, 1000).n, THREADS * EACH);
+
+    /* one subject from 8 threads at once: the in-process lock keeps the sum
+     * equal to the one rating that is stored */
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (worker){e, y, i, EACH, 1};
+        cr_assert_eq(pthread_create(&th[i], NULL, vote, &w[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    hr_rating r;
+    cr_assert_eq(hr_ratings_get(e->ratings, hr_slice_str("same"), hr_slice_str(y), &e->a, &r, NULL), HR_OK);
+    assert_ranked(e, y, r.score, T0);
+    cr_assert_eq(list(e, 1, y, 10).n, 1);
+}
+BOTH_BACKENDS(concurrent_votes_exact)
+
+/* ---- top-rated and unseen ---- */
+
+static hr_story_page unseen(env *e, const char *subject, hr_rank_kind kind, size_t limit,
+                            const char *cursor) {
+    hr_list_req req = {.limit = limit, .cursor = cursor};
+    hr_story_page p;
+    hr_err err = {0};
+    cr_assert_eq(hr_ratings_unseen(e->ratings, hr_slice_str(subject), kind, &req, &e->a, &p, &err), HR_OK,
+                 "%s", err.msg);
+    return p;
+}
+
+typedef struct expect_item {
+    double key;
+    char id[17];
+} expect_item;
+
+static int by_rank(const void *x, const void *y) {
+    const expect_item *a = x, *b = y;
+    if (a->key != b->key) return a->key > b->key ? -1 : 1;
+    return -strcmp(a->id, b->id);
+}
+
+static void unseen_excludes_rated_and_seen(env *e) {
+    enum { N = 30 };
+    char ids[N][17];
+    int score[N];
+    for (int i = 0; i < N; i++) {
+        story(e, i, T0 + i, ids[i]);
+        score[i] = (i * 7) % 5 - 2; /* -2..2 */
+        for (int v = 0; v < abs(score[i]); v++) {
+            char voter[16];
+            snprintf(voter, sizeof voter, "v%d", v);
+            rate(e, voter, ids[i], score[i] > 0 ? 1 : -1, T0 + 100);
+        }
+    }
+    /* alice rated some up, some down, and saw some (0) */
+    bool rated[N] = {0};
+    for (int i = 0; i < N; i += 3) {
+        rate(e, "alice", ids[i], (i / 3) % 3 - 1, T0 + 200 + i);
+        rated[i] = true;
+    }
+    /* expected: unrated stories by (their score after alice's votes, id) */
+    expect_item want[N];
+    size_t n = 0;
+    for (int i = 0; i < N; i++) {
+        if (rated[i]) continue;
+        want[n].key = score[i];
+        strcpy(want[n++].id, ids[i]);
+    }
+    qsort(want, n, sizeof want[0], by_rank);
+    /* paging by 4 gives every unseen story once, in order */
+    const char *cursor = NULL;
+    size_t got = 0;
+    for (int pages = 0; pages < 20; pages++) {
+        hr_story_page p = unseen(e, "alice", HR_RANK_TOP, 4, cursor);
+        for (size_t i = 0; i < p.n; i++, got++) {
+            cr_assert(got < n, "more unseen stories than expected");
+            cr_assert_str_eq(p.items[i].id, want[got].id, "position %zu", got);
+            cr_assert_eq(p.items[i].score, (int64_t)want[got].key);
+        }
+        cursor = p.next_cursor;
+        if (!cursor) break;
+    }
+    cr_assert_eq(got, n);
+    /* a member who rated nothing sees everything; the voters do not see
+     * what they voted on */
+    cr_assert_eq(unseen(e, "nobody", HR_RANK_TOP, 100, NULL).n, N);
+    hr_story_page p = unseen(e, "v0", HR_RANK_TOP, 100, NULL);
+    for (size_t i = 0; i < p.n; i++)
+        for (int j = 0; j < N; j++)
+            if (strcmp(p.items[i].id, ids[j]) == 0) cr_assert_eq(score[j], 0, "v0 voted on %s", ids[j]);
+}
+BOTH_BACKENDS(unseen_excludes_rated_and_seen)
+
+static void unseen_pages_across_windows(env *e) {
+    /* 260 unrated stories (all score 0: ranked by id, descending) and a
+     * member who has seen the top 200: the first windows hold nothing
+     * unseen. */
+    enum { N = 260, SEEN = 200 };
+    expect_item all[N];
+    for (int i = 0; i < N; i++) {
+        story(e, i, T0 + i, all[i].id);
+        all[i].key = 0;
+    }
+    qsort(all, N, sizeof all[0], by_rank);
+    for (int i = 0; i < SEEN; i++)
+        rate(e, "reader", all[i].id, 0, T0 + 1000);
+    hr_story_page p = unseen(e, "reader", HR_RANK_TOP, 20, NULL);
+    cr_assert_eq(p.n, 20);
+    for (int i = 0; i < 20; i++)
+        cr_assert_str_eq(p.items[i].id, all[SEEN + i].id, "item %d", i);
+    cr_assert_not_null(p.next_cursor);
+    /* and on to the end */
+    size_t got = p.n;
+    const char *cursor = p.next_cursor;
+    while (cursor) {
+        p = unseen(e, "reader", HR_RANK_TOP, 20, cursor);
+        for (size_t i = 0; i < p.n; i++)
+            cr_assert_str_eq(p.items[i].id, all[SEEN + got + i].id);
+        got += p.n;
+        cursor = p.next_cursor;
+    }
+    cr_assert_eq(got, N - SEEN);
+    /* the home page reader of the seed: seen everything -> empty, no cursor */
+    for (int i = SEEN; i < N; i++)
+        rate(e, "reader", all[i].id, 0, T0 + 2000);
+    p = unseen(e, "reader", HR_RANK_TOP, 20, NULL);
+    cr_assert_eq(p.n, 0);
+    cr_assert_null(p.next_cursor);
+}
+BOTH_BACKENDS(unseen_pages_across_windows)
+
+static void unseen_hot_order(env *e) {
+    /* votes against age: Reddit's order, not the sum's */
+    struct {
+        int64_t time;
+        int votes;
+    } spec[] = {
+        {T0, 50},
+        {T0 + 2 * HOUR, 10},
+        {T0 + 12 * HOUR, 2},
+        {T0 + 24 * HOUR, 0},
+        {T0 + 6 * HOUR, -3},
+        {T0 + 30 * HOUR, 1},
+        {T0 - 48 * HOUR, 100},
+    };
+    enum { N = sizeof spec / sizeof spec[0] };
+    expect_item hot[N], top[N];
+    for (int i = 0; i < N; i++) {
+        char id[17];
+        story(e, i, spec[i].time, id);
+        for (int v = 0; v < abs(spec[i].votes); v++) {
+            char voter[16];
+            snprintf(voter, sizeof voter, "v%d", v);
+            rate(e, voter, id, spec[i].votes > 0 ? 1 : -1, spec[i].time + 1);
+        }
+        strcpy(hot[i].id, id);
+        strcpy(top[i].id, id);
+        hot[i].key = hr_rank_hot(spec[i].votes, spec[i].time);
+        top[i].key = spec[i].votes;
+        assert_ranked(e, id, spec[i].votes, spec[i].time);
+    }
+    qsort(hot, N, sizeof hot[0], by_rank);
+    qsort(top, N, sizeof top[0], by_rank);
+    hr_story_page p = unseen(e, "fresh", HR_RANK_HOT, 10, NULL);
+    cr_assert_eq(p.n, N);
+    for (int i = 0; i < N; i++) {
+        cr_assert_str_eq(p.items[i].id, hot[i].id, "hot position %d", i);
+        cr_assert(p.items[i].hot == hot[i].key);
+    }
+    cr_assert_str_neq(hot[0].id, top[0].id, "the orders differ: the 100-vote story is old");
+    p = unseen(e, "fresh", HR_RANK_TOP, 10, NULL);
+    for (int i = 0; i < N; i++)
+        cr_assert_str_eq(p.items[i].id, top[i].id, "top position %d", i);
+    /* votes change the hot order at once: the downvoted story (-3, 6 h)
+     * goes from near the bottom to the top with 200 upvotes */
+    char last[17];
+    for (int i = 0; i < N; i++)
+        if (hot[i].key == hr_rank_hot(-3, T0 + 6 * HOUR)) strcpy(last, hot[i].id);
+    cr_assert_str_neq(p.items[0].id, last);
+    for (int v = 0; v < 200; v += 1) {
+        char voter[16];
+        snprintf(voter, sizeof voter, "w%d", v);
+        rate(e, voter, last, 1, T0 + 100 * HOUR);
+    }
+    p = unseen(e, "fresh", HR_RANK_HOT, 1, NULL);
+    cr_assert_str_eq(p.items[0].id, last);
+}
+BOTH_BACKENDS(unseen_hot_order)
+
+static void top_rated_since(env *e) {
+    char a[17], b[17], c[17], d[17], old[17];
+    story(e, 1, T0, a);
+    story(e, 2, T0, b);
+    story(e, 3, T0, c);
+    story(e, 4, T0, d);
+    story(e, 5, T0, old);
+    /* community scores: a 3, d 2, b 1, c -1, old 5 */
+    for (int v = 0; v < 3; v++) {
+        char voter[16];
+        snprintf(voter, sizeof voter, "v%d", v);
+        rate(e, voter, a, 1, T0);
+        if (v < 2) rate(e, voter, d, 1, T0);
+        if (v < 4) rate(e, voter, old, 1, T0);
+    }
+    rate(e, "v3", old, 1, T0);
+    rate(e, "v4", old, 1, T0);
+    rate(e, "v0", c, -1, T0);
+    /* the member: old long ago, then the others */
+    rate(e, "m", old, 1, T0 + 10);
+    rate(e, "m", a, 0, T0 + 100);
+    rate(e, "m", b, 1, T0 + 200);
+    rate(e, "m", c, -1, T0 + 300);
+    rate(e, "m", d, 0, T0 + 400);
+    /* scores now: a 3, b 1, c -2, d 2, old 6 */
+    hr_list_req req = {.limit = 10, .has_since = true, .since_ms = T0 + 10};
+    hr_story_page p;
+    hr_err err = {0};
+    cr_assert_eq(hr_ratings_top_rated(e->ratings, hr_slice_str("m"), &req, &e->a, &p, &err), HR_OK, "%s",
+                 err.msg);
+    cr_assert_eq(p.n, 4, "since excludes the old rating");
+    expect_item want[4] = {{3, ""}, {1, ""}, {2, ""}, {-2, ""}};
+    strcpy(want[0].id, a);
+    strcpy(want[1].id, b);
+    strcpy(want[2].id, d);
+    strcpy(want[3].id, c);
+    qsort(want, 4, sizeof want[0], by_rank);
+    for (int i = 0; i < 4; i++) {
+        cr_assert_str_eq(p.items[i].id, want[i].id, "position %d", i);
+        cr_assert_eq(p.items[i].score, (int64_t)want[i].key);
+        cr_assert(p.items[i].has_rating);
+    }
+    cr_assert_eq(p.items[3].rating, -1, "the member's own rating is shown");
+    cr_assert_null(p.next_cursor);
+    /* paging by 3 with the cursor, from the start of time */
+    req = (hr_list_req){.limit = 3};
+    cr_assert_eq(hr_ratings_top_rated(e->ratings, hr_slice_str("m"), &req, &e->a, &p, NULL), HR_OK);
+    cr_assert_eq(p.n, 3);
+    cr_assert_str_eq(p.items[0].id, old);
+    cr_assert_str_eq(p.items[1].id, want[0].id);
+    cr_assert_not_null(p.next_cursor);
+    req.cursor = p.next_cursor;
+    cr_assert_eq(hr_ratings_top_rated(e->ratings, hr_slice_str("m"), &req, &e->a, &p, NULL), HR_OK);
+    cr_assert_eq(p.n, 2);
+    cr_assert_str_eq(p.items[0].id, want[2].id);
+    cr_assert_str_eq(p.items[1].id, want[3].id);
+    cr_assert_null(p.next_cursor);
+    /* a subject with no ratings */
+    req = (hr_list_req){.limit = 3};
+    cr_assert_eq(hr_ratings_top_rated(e->ratings, hr_slice_str("nobody"), &req, &e->a, &p, NULL), HR_OK);
+    cr_assert_eq(p.n, 0);
+}
+BOTH_BACKENDS(top_rated_since)
