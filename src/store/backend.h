@@ -48,7 +48,7 @@ typedef struct hr_op {
     bool keep_highest;      /* ZTRIM */
     hr_zrange_spec range;   /* ZRANGE (cursor_member points into the arena) */
     hr_distinct_params distinct; /* DADD DCOUNT */
-    uint64_t u64;           /* PSET_ADD member */
+    uint64_t u64;           /* PSET_ADD, PSET_REM member */
     const uint64_t *u64s;   /* PSET_TEST members */
     size_t n_u64s;
     size_t claim_max;       /* QCLAIM */

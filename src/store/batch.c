@@ -149,6 +149,16 @@ size_t hr_pset_add(hr_batch *b, hr_slice key, uint64_t member, int64_t expire_at
     return last(b);
 }
 
+size_t hr_pset_rem(hr_batch *b, hr_slice key, uint64_t member) {
+    push(b, HR_OP_PSET_REM, key)->u64 = member;
+    return last(b);
+}
+
+size_t hr_pset_card(hr_batch *b, hr_slice key) {
+    push(b, HR_OP_PSET_CARD, key);
+    return last(b);
+}
+
 size_t hr_pset_test(hr_batch *b, hr_slice key, const uint64_t *members, size_t n) {
     hr_op *op = push(b, HR_OP_PSET_TEST, key);
     uint64_t *copy = hr_arena_alloc(&b->arena, n * sizeof *copy);

@@ -180,7 +180,9 @@ static int check_supported(const hr_batch *b, hr_err *err) {
     for (size_t i = 0; i < b->len; i++) {
         switch (b->ops[i].type) {
         case HR_OP_PSET_ADD:
+        case HR_OP_PSET_REM:
         case HR_OP_PSET_TEST:
+        case HR_OP_PSET_CARD:
         case HR_OP_QPUSH:
         case HR_OP_QCLAIM:
         case HR_OP_QACK:

@@ -52,6 +52,8 @@ static int validate(const hr_op *op) {
         if (op->distinct.exact_limit < 1) return HR_EINVAL;
         /* fall through */
     case HR_OP_DCOUNT: return op->distinct.ttl_ms < 1 ? HR_EINVAL : HR_OK;
+    case HR_OP_PSET_ADD: return op->expire_at_ms < 0 ? HR_EINVAL : HR_OK;
+    case HR_OP_PSET_TEST: return op->n_u64s > HR_PSET_TEST_MAX ? HR_EINVAL : HR_OK;
     default: return HR_OK;
     }
 }
@@ -89,7 +91,7 @@ bool hr_op_is_write(hr_op_type t) {
     switch (t) {
     case HR_OP_PUT: case HR_OP_DEL: case HR_OP_EXPIRE: case HR_OP_INCR: case HR_OP_ZADD: case HR_OP_ZINCR:
     case HR_OP_ZREM: case HR_OP_ZREMRANGE_SCORE: case HR_OP_ZTRIM: case HR_OP_DADD:
-    case HR_OP_PSET_ADD: case HR_OP_QPUSH: case HR_OP_QCLAIM: case HR_OP_QACK:
+    case HR_OP_PSET_ADD: case HR_OP_PSET_REM: case HR_OP_QPUSH: case HR_OP_QCLAIM: case HR_OP_QACK:
         return true;
     default:
         return false;

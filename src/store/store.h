@@ -125,7 +125,8 @@ typedef enum {
     X(COUNTER_GET, "counter_get") X(ZADD, "zadd") X(ZINCR, "zincr") X(ZREM, "zrem")                   \
     X(ZSCORE, "zscore") X(ZCARD, "zcard") X(ZRANGE, "zrange")                       \
     X(ZREMRANGE_SCORE, "zremrange_score") X(ZTRIM, "ztrim") X(DADD, "dadd")         \
-    X(DCOUNT, "dcount") X(PSET_ADD, "pset_add") X(PSET_TEST, "pset_test")           \
+    X(DCOUNT, "dcount") X(PSET_ADD, "pset_add") X(PSET_REM, "pset_rem")             \
+    X(PSET_TEST, "pset_test") X(PSET_CARD, "pset_card")                             \
     X(QPUSH, "qpush") X(QCLAIM, "qclaim") X(QACK, "qack")
 #define HR_OP_ENUM_(name, label) HR_OP_##name,
     HR_OP_TYPES(HR_OP_ENUM_)
@@ -283,16 +284,32 @@ size_t hr_dadd(hr_batch *b, hr_slice key, hr_slice member, const hr_distinct_par
 /* The count now; 0 if the key is missing. exact_limit is ignored. */
 size_t hr_dcount(hr_batch *b, hr_slice key, const hr_distinct_params *p);
 
+/* Packed sets of 64-bit members ------------------------------------------ */
+/* A set of 64-bit members (a user's reads as URL hashes, the stories a member
+ * has seen), each with its own expiry, built to be tested against MANY
+ * members at once: the test costs one read of the set's packed chunks
+ * (RocksDB: one MultiGet of ceil(size / chunk) values, then binary searches
+ * in memory; Redis: one ZMSCORE), never one lookup per member. A member
+ * counts while now < its expire_at_ms (0: never expires). An empty set does
+ * not exist. */
+
+#define HR_PSET_TEST_MAX 100000u /* members one hr_pset_test may ask about */
+
+/* Add member or refresh its expiry (the new expire_at_ms replaces the old);
+ * num 1 if it was not in the set (or had expired), else 0. */
+size_t hr_pset_add(hr_batch *b, hr_slice key, uint64_t member, int64_t expire_at_ms);
+/* Remove member; num 1 if it was in the set. */
+size_t hr_pset_rem(hr_batch *b, hr_slice key, uint64_t member);
+/* Which of members[0..n) (n <= HR_PSET_TEST_MAX; repeats allowed) are in the
+ * set now: value holds n bytes, value.ptr[i] == 1 if members[i] is in the set
+ * and 0 if not; num is how many are. A missing key answers all 0. */
+size_t hr_pset_test(hr_batch *b, hr_slice key, const uint64_t *members, size_t n);
+/* Members in the set now (0 if the key is missing). */
+size_t hr_pset_card(hr_batch *b, hr_slice key);
+
 /* Designed now, implemented with the work that needs them -------------- */
 /* Until a backend implements these, hr_store_exec refuses a batch that holds
  * one with HR_ENOTSUP before running anything. */
-
-/* Packed sets of 64-bit members (a user's reads as URL hashes), tested
- * against many members at once (social reading, issue 4). */
-size_t hr_pset_add(hr_batch *b, hr_slice key, uint64_t member, int64_t expire_at_ms);
-/* num: how many of members[0..n) are in the set; entries: those members, as
- * 8-byte big-endian slices, in the order given. */
-size_t hr_pset_test(hr_batch *b, hr_slice key, const uint64_t *members, size_t n);
 
 /* A durable work queue (fan-out, issue 3): RocksDB a column family, Redis a
  * stream with a consumer group. qpush: value is the job id. qclaim: up to
