@@ -4,7 +4,8 @@
  *
  * One op is one command (or one script call) on the op's key, so a batch is
  * one pipeline per node (or MULTI ... EXEC with HR_EXEC_ATOMIC) and every op
- * is atomic on its own.
+ * is atomic on its own. The packed-set reads are the exception: two
+ * commands in a row (below).
  *
  * Each herald type lives in its own Redis type, chosen so that a native
  * command of one herald type on a key of another fails with WRONGTYPE in
@@ -17,11 +18,14 @@
  *                                                ZREMRANGEBYSCORE
  *                                                ZREMRANGEBYRANK, zrange script
  *   distinct counter  list (metadata), below     dadd, dcount scripts
+ *   packed set        set (a marker), below        pset_add, pset_rem scripts,
+ *                                                SCARD + ZMSCORE or ZCOUNT
  *
  * A counter is a hash, not an INCRBY string, so that a value is never
  * mistaken for a counter (INCRBY on the value "12" would succeed). A
- * distinct counter's metadata is a list because no native op of herald
- * uses lists, so GET, HINCRBY or ZADD on it fail with WRONGTYPE.
+ * distinct counter's metadata is a list, and a packed set's marker a set,
+ * because no native op of herald uses lists or sets, so GET, HINCRBY or
+ * ZADD on them fail with WRONGTYPE; their scripts check K's type in turn.
  *
  * A distinct counter spans several keys, all in K's hash slot:
  *
@@ -40,6 +44,42 @@
  * to reach the sub-keys; hr_put over a distinct counter (plain SET) leaves
  * them to expire by themselves, within ttl + W.
  *
+ * A packed set keeps its members in E, in K's slot as above:
+ *
+ *   K   set    {"herald:pset:1"}, or {"herald:pset:1 at=" T} once hr_expire
+ *              gave the set the key expiry T
+ *   E   zset   member (8 bytes, big-endian, so members sort as numbers)
+ *              -> its expire_at_ms, "inf" for 0 (never)
+ *
+ * A zset, because ZMSCORE answers a test of many members in one command
+ * and a member's score is its expiry. K cannot be the zset itself: ZADD on
+ * it would then succeed, and a sorted set would pass for a packed set. A
+ * member is in the set while now < its score, now being the clock of the
+ * herald process when the batch started (hr_now_ms), so that a batch sees
+ * one instant.
+ *
+ * Writes (hr_pset_add, hr_pset_rem) are scripts: they prune the expired
+ * members (ZREMRANGEBYSCORE: each is removed once), delete K and E when no
+ * member is left, and otherwise give both the key expiry min(T, the latest
+ * member expiry), absolute (PEXPIREAT), so that Redis reclaims a set whose
+ * members have all expired and the set stops existing then, as store.h
+ * asks. hr_expire on a packed set records T in the marker so that later
+ * writes keep it.
+ *
+ * Reads are native, to spare Redis' one thread: a script costs it about
+ * 2.3 times the CPU of ZMSCORE itself (the members cross into Lua and the
+ * scores back). hr_pset_test sends SCARD K then ZMSCORE E m1 .. mn, and
+ * hr_pset_card SCARD K then ZCOUNT E (now +inf, back to back on K's node:
+ * SCARD is the type check (WRONGTYPE, 0 for no key, 1 for a packed set),
+ * and decode compares the scores with now. Another client's write may run
+ * between the two, yet the answer is always the set's state at some instant
+ * between them: writes change E alone or delete K and E together, and after
+ * hr_put over the set E still holds the members it had just before.
+ *
+ * hr_put over a packed set (plain SET) leaves E: it goes with its key
+ * expiry, if it has one, or when K is next deleted or made a packed set or
+ * distinct counter, which delete E first.
+ *
  * Expiry of distinct counters: liveness follows the caller's now_ms (the
  * members' scores, the bucket indexes), as the contract says; Redis' own
  * expiry only reclaims memory, so it is set relative to now_ms (PEXPIRE
@@ -48,13 +88,15 @@
  * Values and hr_expire use absolute wall-clock times (PXAT, PEXPIREAT).
  *
  * Limits, all during a slot migration (resharding) only: a script that
- * declares two keys (the distinct-counter ones: K and E) cannot run while
- * one of them has moved and the other not, so Redis answers TRYAGAIN and
- * the op waits for the migration of the slot to end (up to the timeout,
- * then HR_EUNAVAIL). Bucket keys cannot be declared (their names are in the
- * metadata), so Redis cannot check them: a counter whose buckets are
- * half-moved at that instant may under-count, or make MIGRATE answer
- * BUSYKEY to the resharding tool (redis-cli then needs --cluster-replace).
+ * declares two keys (K and E: distinct counters, packed-set writes, hr_del,
+ * hr_expire) cannot run while one of them has moved and the other not, so
+ * Redis answers TRYAGAIN and the op waits for the migration of the slot to
+ * end (up to the timeout, then HR_EUNAVAIL); the packed-set reads, two
+ * one-key commands, follow ASK instead. Bucket keys cannot be declared
+ * (their names are in the metadata), so Redis cannot check them: a counter
+ * whose buckets are half-moved at that instant may under-count, or make
+ * MIGRATE answer BUSYKEY to the resharding tool (redis-cli then needs
+ * --cluster-replace).
  */
 #include "store/redis.h"
 
@@ -67,13 +109,14 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "store/backend.h"
 #include "store/redis_scripts.h"
 
 #define DEFAULT_TIMEOUT_MS 2000
 #define COUNTER_FIELD "n"
 /* The most arguments one op's command takes (the zrange script: EVALSHA,
- * sha, numkeys, key, 8 arguments). */
+ * sha, numkeys, key, 8 arguments); build_pset_read sizes its own. */
 #define MAX_ARGS 12
 
 typedef struct redis_store {
@@ -179,10 +222,6 @@ rc_cluster *hr_redis_store_cluster(hr_store *s) {
 static int check_supported(const hr_batch *b, hr_err *err) {
     for (size_t i = 0; i < b->len; i++) {
         switch (b->ops[i].type) {
-        case HR_OP_PSET_ADD:
-        case HR_OP_PSET_REM:
-        case HR_OP_PSET_TEST:
-        case HR_OP_PSET_CARD:
         case HR_OP_QPUSH:
         case HR_OP_QCLAIM:
         case HR_OP_QACK:
@@ -258,16 +297,35 @@ static hr_slice distinct_prefix(hr_arena *a, hr_slice key, unsigned slot) {
     return hr_slice_of(p, len);
 }
 
-/* KEYS K E, ARGV[1] P: the head every distinct-counter script takes. */
-static void arg_distinct_keys(args *x, hr_slice key, unsigned slot) {
+/* E = P "\0e": K's companion zset (a distinct counter's exact set, a
+ * packed set's members). */
+static hr_slice sub_key_e(hr_arena *a, hr_slice prefix) {
+    char *e = hr_arena_alloc(a, prefix.len + 2);
+    memcpy(e, prefix.ptr, prefix.len);
+    e[prefix.len] = '\0';
+    e[prefix.len + 1] = 'e';
+    return hr_slice_of(e, prefix.len + 2);
+}
+
+/* KEYS K E, then ARGV[1] P when with_prefix: the head of every
+ * distinct-counter and packed-set script. */
+static void arg_sub_keys(args *x, hr_slice key, unsigned slot, bool with_prefix) {
     hr_slice prefix = distinct_prefix(x->a, key, slot);
-    char *exact = hr_arena_alloc(x->a, prefix.len + 2);
-    memcpy(exact, prefix.ptr, prefix.len);
-    exact[prefix.len] = '\0';
-    exact[prefix.len + 1] = 'e';
     arg_slice(x, key);
-    arg(x, exact, prefix.len + 2);
-    arg_slice(x, prefix);
+    arg_slice(x, sub_key_e(x->a, prefix));
+    if (with_prefix) arg_slice(x, prefix);
+}
+static void arg_distinct_keys(args *x, hr_slice key, unsigned slot) {
+    arg_sub_keys(x, key, slot, true);
+}
+
+/* A packed-set member as its 8 big-endian bytes, in the arena at p. */
+static void arg_u64(args *x, char *p, uint64_t v) {
+    for (int k = 7; k >= 0; k--) {
+        p[k] = (char)(v & 0xff);
+        v >>= 8;
+    }
+    arg(x, p, 8);
 }
 
 /* A negative time is a time in the past (as for RocksDB), but Redis
@@ -277,9 +335,55 @@ static int64_t past_is_one(int64_t at_ms) {
     return at_ms < 0 ? 1 : at_ms;
 }
 
-static void build_cmd(hr_arena *a, const hr_op *op, rc_cmd *cmd) {
-    args x = {a, hr_arena_alloc(a, MAX_ARGS * sizeof(char *)), hr_arena_alloc(a, MAX_ARGS * sizeof(size_t)),
-              0};
+static args args_new(hr_arena *a, size_t cap) {
+    args x = {a, hr_arena_alloc(a, cap * sizeof(char *)), hr_arena_alloc(a, cap * sizeof(size_t)), 0};
+    return x;
+}
+
+static void args_to_cmd(const args *x, rc_cmd *cmd) {
+    cmd->argc = x->n;
+    cmd->argv = x->v;
+    cmd->argvlen = x->len;
+}
+
+/* A packed-set read is two native commands in a row on K's node (see the
+ * top of the file): SCARD K, the type check (0: missing, 1: a packed set,
+ * WRONGTYPE), then the read of E, left out when a test has no member.
+ * Returns the number of commands, at cmd[0..2). */
+static size_t build_pset_read(hr_arena *a, const hr_op *op, int64_t now_ms, rc_cmd *cmd) {
+    memset(cmd, 0, 2 * sizeof *cmd);
+    cmd[0].slot = cmd[1].slot = rc_key_slot(op->key);
+    args x = args_new(a, 2);
+    arg_str(&x, "SCARD");
+    arg_slice(&x, op->key);
+    args_to_cmd(&x, &cmd[0]);
+    if (op->type == HR_OP_PSET_TEST && op->n_u64s == 0) return 1;
+
+    hr_slice e = sub_key_e(a, distinct_prefix(a, op->key, cmd[0].slot));
+    if (op->type == HR_OP_PSET_TEST) {
+        x = args_new(a, 2 + op->n_u64s);
+        arg_str(&x, "ZMSCORE");
+        arg_slice(&x, e);
+        char *bytes = hr_arena_alloc(a, 8 * op->n_u64s);
+        for (size_t k = 0; k < op->n_u64s; k++)
+            arg_u64(&x, bytes + 8 * k, op->u64s[k]);
+    } else {
+        x = args_new(a, 4);
+        arg_str(&x, "ZCOUNT");
+        arg_slice(&x, e);
+        arg_fmt(&x, "(%" PRId64, now_ms);
+        arg_str(&x, "+inf");
+    }
+    args_to_cmd(&x, &cmd[1]);
+    return 2;
+}
+
+/* The command(s) of op at cmd[0..2); returns how many. now_ms is the
+ * batch's clock, for the packed sets. */
+static size_t build_cmd(hr_arena *a, const hr_op *op, int64_t now_ms, rc_cmd *cmd) {
+    if (op->type == HR_OP_PSET_TEST || op->type == HR_OP_PSET_CARD)
+        return build_pset_read(a, op, now_ms, cmd);
+    args x = args_new(a, MAX_ARGS);
     memset(cmd, 0, sizeof *cmd);
     cmd->slot = rc_key_slot(op->key);
     switch (op->type) {
@@ -395,11 +499,28 @@ static void build_cmd(hr_arena *a, const hr_op *op, rc_cmd *cmd) {
         arg_i64(&x, op->distinct.now_ms);
         arg_i64(&x, op->distinct.ttl_ms);
         break;
+    case HR_OP_PSET_ADD:
+        /* KEYS: K, E. ARGV: now_ms, member, expire_at_ms or "inf". */
+        arg_script(&x, cmd, RS_PSET_ADD, 2);
+        arg_sub_keys(&x, op->key, cmd->slot, false);
+        arg_i64(&x, now_ms);
+        arg_u64(&x, hr_arena_alloc(a, 8), op->u64);
+        if (op->expire_at_ms == 0)
+            arg_str(&x, "inf");
+        else
+            arg_i64(&x, op->expire_at_ms);
+        break;
+    case HR_OP_PSET_REM:
+        /* KEYS: K, E. ARGV: now_ms, member. */
+        arg_script(&x, cmd, RS_PSET_REM, 2);
+        arg_sub_keys(&x, op->key, cmd->slot, false);
+        arg_i64(&x, now_ms);
+        arg_u64(&x, hr_arena_alloc(a, 8), op->u64);
+        break;
     default: /* refused by check_supported */ break;
     }
-    cmd->argc = x.n;
-    cmd->argv = x.v;
-    cmd->argvlen = x.len;
+    args_to_cmd(&x, cmd);
+    return 1;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -443,27 +564,75 @@ static bool decode_range(hr_batch *b, hr_result *res, const redisReply *r) {
     return true;
 }
 
-/* Fill op's result from its reply. An error reply other than WRONGTYPE is
- * a store failure of that op, noted in *failure (the first one wins). */
-static void decode(hr_batch *b, hr_op *op, size_t i, const rc_cmd *cmd, hr_err *failure) {
+/* ZMSCORE's scores: a member is in the set while now < its score. value
+ * is one byte per member, 1 or 0. */
+static bool decode_test(hr_batch *b, hr_result *res, const hr_op *op, const redisReply *r, int64_t now_ms) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != op->n_u64s) return false;
+    char *in = hr_arena_alloc(&b->arena, op->n_u64s);
+    int64_t n = 0;
+    for (size_t k = 0; k < op->n_u64s; k++) {
+        const redisReply *e = r->element[k];
+        double score = 0;
+        if (e->type != REDIS_REPLY_NIL && !reply_double(e, &score)) return false;
+        in[k] = e->type != REDIS_REPLY_NIL && score > (double)now_ms;
+        n += in[k];
+    }
+    res->value = hr_slice_of(in, op->n_u64s);
+    res->num = n;
+    return true;
+}
+
+/* Whether r is an error reply, then the op's answer: WRONGTYPE is an answer
+ * about the op; any other error a store failure of the op, noted in
+ * *failure (the first one wins). */
+static bool reply_error(hr_op *op, size_t i, const rc_cmd *cmd, hr_err *failure) {
     const redisReply *r = cmd->reply;
     hr_result *res = &op->result;
-    res->rc = HR_OK;
-    if (r->type == REDIS_REPLY_ERROR) {
-        if (strncmp(r->str, "WRONGTYPE", 9) == 0) {
-            res->rc = HR_EWRONGTYPE;
-            return;
-        }
-        if (op->type == HR_OP_INCR && strstr(r->str, "would overflow")) {
-            res->rc = HR_EINVAL; /* an answer about this op, as RocksDB gives it */
-            return;
-        }
+    if (r->type != REDIS_REPLY_ERROR) return false;
+    if (strncmp(r->str, "WRONGTYPE", 9) == 0) {
+        res->rc = HR_EWRONGTYPE;
+    } else if (op->type == HR_OP_INCR && strstr(r->str, "would overflow")) {
+        res->rc = HR_EINVAL; /* an answer about this op, as RocksDB gives it */
+    } else {
         res->rc = HR_EIO;
         if (failure->code == HR_OK)
             hr_err_set(failure, HR_EIO, "redis %s: op #%zu (%s): %s", cmd->node, i, hr_op_label(op->type),
                        r->str);
-        return;
     }
+    return true;
+}
+
+/* A reply of a type the command does not give: a store failure of the op. */
+static void unexpected(hr_op *op, size_t i, const rc_cmd *cmd, hr_err *failure) {
+    op->result.rc = HR_EIO;
+    if (failure->code == HR_OK)
+        hr_err_set(failure, HR_EIO, "redis %s: op #%zu (%s): unexpected reply (type %d)", cmd->node, i,
+                   hr_op_label(op->type), cmd->reply->type);
+}
+
+/* Fill op's result from the replies of its commands, cmd[0..) as
+ * build_cmd made them. */
+static void decode(hr_batch *b, hr_op *op, size_t i, const rc_cmd *cmd, int64_t now_ms, hr_err *failure) {
+    hr_result *res = &op->result;
+    res->rc = HR_OK;
+    if (reply_error(op, i, cmd, failure)) return;
+    if (op->type == HR_OP_PSET_TEST || op->type == HR_OP_PSET_CARD) {
+        /* SCARD K: 1, a packed set, whose E the next reply read; 0, no key
+         * (an E left by hr_put is not read). */
+        if (cmd->reply->type != REDIS_REPLY_INTEGER) {
+            unexpected(op, i, cmd, failure);
+            return;
+        }
+        size_t n = op->type == HR_OP_PSET_TEST ? op->n_u64s : 0;
+        if (cmd->reply->integer == 0 || (op->type == HR_OP_PSET_TEST && n == 0)) {
+            res->num = 0;
+            if (op->type == HR_OP_PSET_TEST) res->value = hr_slice_of(hr_arena_calloc(&b->arena, n), n);
+            return;
+        }
+        cmd++;
+        if (reply_error(op, i, cmd, failure)) return;
+    }
+    const redisReply *r = cmd->reply;
     bool ok;
     switch (op->type) {
     case HR_OP_GET:
@@ -484,17 +653,14 @@ static void decode(hr_batch *b, hr_op *op, size_t i, const rc_cmd *cmd, hr_err *
         if (r->type == REDIS_REPLY_NIL) res->rc = HR_ENOTFOUND;
         break;
     case HR_OP_ZRANGE: ok = decode_range(b, res, r); break;
-    default: /* DEL EXPIRE INCR ZADD ZREM ZCARD ZREMRANGE_SCORE ZTRIM DADD DCOUNT */
+    case HR_OP_PSET_TEST: ok = decode_test(b, res, op, r, now_ms); break;
+    default: /* DEL EXPIRE INCR ZADD ZREM ZCARD ZREMRANGE_SCORE ZTRIM DADD DCOUNT PSET_ADD PSET_REM
+              * PSET_CARD */
         ok = r->type == REDIS_REPLY_INTEGER;
         res->num = r->integer;
         break;
     }
-    if (!ok) {
-        res->rc = HR_EIO;
-        if (failure->code == HR_OK)
-            hr_err_set(failure, HR_EIO, "redis %s: op #%zu (%s): unexpected reply (type %d)", cmd->node, i,
-                       hr_op_label(op->type), r->type);
-    }
+    if (!ok) unexpected(op, i, cmd, failure);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -512,17 +678,19 @@ static int exec_(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
         set_all_rc(b, rc);
         return rc;
     }
-    /* One command per valid op; op_of[k] is the op of cmds[k]. Argument
-     * vectors live in a scratch arena freed below, so the batch's arena
-     * holds only what the caller reads. */
+    /* One or two commands per valid op; op_of[k] is the op of cmds[k], and
+     * an op's commands are contiguous. Argument vectors live in a scratch
+     * arena freed below, so the batch's arena holds only what the caller
+     * reads. */
     hr_arena scratch = HR_ARENA_INIT;
-    rc_cmd *cmds = hr_arena_alloc(&scratch, b->len * sizeof *cmds);
-    size_t *op_of = hr_arena_alloc(&scratch, b->len * sizeof *op_of);
+    rc_cmd *cmds = hr_arena_alloc(&scratch, 2 * b->len * sizeof *cmds);
+    size_t *op_of = hr_arena_alloc(&scratch, 2 * b->len * sizeof *op_of);
     size_t n = 0;
+    int64_t now_ms = hr_now_ms();
     for (size_t i = 0; i < b->len; i++) {
         if (b->ops[i].result.rc != HR_OK) continue; /* invalid: the dispatcher said why */
-        build_cmd(&scratch, &b->ops[i], &cmds[n]);
-        op_of[n++] = i;
+        for (size_t m = build_cmd(&scratch, &b->ops[i], now_ms, &cmds[n]); m > 0; m--)
+            op_of[n++] = i;
     }
 
     rc = rc_run(rs->cluster, cmds, n, (flags & HR_EXEC_ATOMIC) != 0, err);
@@ -530,12 +698,15 @@ static int exec_(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
         set_all_rc(b, rc); /* refused before sending anything */
     } else {
         hr_err failure = {0};
-        for (size_t k = 0; k < n; k++) {
+        for (size_t k = 0, m; k < n; k += m) {
             hr_op *op = &b->ops[op_of[k]];
-            if (cmds[k].rc != HR_OK)
-                op->result.rc = cmds[k].rc;
+            int cmd_rc = HR_OK;
+            for (m = 0; k + m < n && op_of[k + m] == op_of[k]; m++)
+                if (cmd_rc == HR_OK) cmd_rc = cmds[k + m].rc;
+            if (cmd_rc != HR_OK)
+                op->result.rc = cmd_rc;
             else
-                decode(b, op, op_of[k], &cmds[k], &failure);
+                decode(b, op, op_of[k], &cmds[k], now_ms, &failure);
         }
         if (rc == HR_OK && failure.code != HR_OK) rc = hr_err_set(err, failure.code, "%s", failure.msg);
     }

@@ -1,9 +1,11 @@
 /* redis_scripts.c — the Lua scripts of the Redis backend; see
- * redis_scripts.h. The distinct-counter scripts share one prelude (the
- * layout of a counter, reading and writing its metadata, its buckets); C
- * string concatenation glues it to each script, so each is self-contained
- * for Redis. Lua's own string `<` follows the server's locale, so member
- * order is compared byte by byte (see `before` in the zrange script). */
+ * redis_scripts.h. The scripts of a type that spans two keys share
+ * preludes: KEYS_PRELUDE (K and E), then DISTINCT_PRELUDE (the layout of a
+ * distinct counter, its metadata, its buckets) or PSET_PRELUDE (a packed
+ * set's marker and key expiry); C string concatenation glues them to each
+ * script, so each is self-contained for Redis. Lua's own string `<` follows
+ * the server's locale, so member order is compared byte by byte (see
+ * `before` in the zrange script). */
 #include "store/redis_scripts.h"
 
 #include <openssl/evp.h>
@@ -13,16 +15,21 @@
 
 /* The Lua stays as written: one source line per C line. */
 /* clang-format off */
-#define DISTINCT_PRELUDE \
-    "-- A distinct counter at K (see redis.c for the layout). KEYS[1] = K,\n" \
-    "-- KEYS[2] = E (the exact set), ARGV[1] = P (prefix of the bucket keys).\n" \
-    "local K, E, P = KEYS[1], KEYS[2], ARGV[1]\n" \
-    "local MARK = 'herald:distinct:1'\n" \
+#define KEYS_PRELUDE \
+    "-- KEYS[1] = K, KEYS[2] = E: K's companion zset, in K's slot (see redis.c).\n" \
+    "local K, E = KEYS[1], KEYS[2]\n" \
     "local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'\n" \
-    "local MAX_BUCKETS = 1024\n" \
     "\n" \
     "-- Integers for commands: Lua would print big ones as 1.7e+12.\n" \
     "local function int(x) return string.format('%d', x) end\n" \
+    "\n" \
+
+#define DISTINCT_PRELUDE KEYS_PRELUDE \
+    "-- A distinct counter at K (see redis.c for the layout); E is its exact\n" \
+    "-- set, ARGV[1] = P (prefix of the bucket keys).\n" \
+    "local P = ARGV[1]\n" \
+    "local MARK = 'herald:distinct:1'\n" \
+    "local MAX_BUCKETS = 1024\n" \
     "\n" \
     "-- The metadata list of K; nil when K is missing, false when K holds\n" \
     "-- another type.\n" \
@@ -84,6 +91,61 @@
     "  if #keys == 0 then return 0 end\n" \
     "  return redis.call('PFCOUNT', unpack(keys))\n" \
     "end\n" \
+
+/* A packed set (see redis.c): K a Redis set holding one marker, E its
+ * members. Used after KEYS_PRELUDE. */
+#define PSET_PRELUDE \
+    "-- A packed set at K: K is a set holding one marker, PSET_MARK, or\n" \
+    "-- PSET_MARK .. ' at=' .. the key expiry hr_expire gave it; E maps each\n" \
+    "-- member (8 bytes) to its expire_at_ms ('inf': never). A member is in the\n" \
+    "-- set while now < its score.\n" \
+    "local PSET_MARK = 'herald:pset:1'\n" \
+    "-- From this time on (the year 33658) Redis' key expiry is not used.\n" \
+    "local FAR = 1e15\n" \
+    "\n" \
+    "-- The set at K: nil when K is missing, false when K holds another type,\n" \
+    "-- else {at = hr_expire's time (string) or nil}.\n" \
+    "local function read_pset()\n" \
+    "  local t = redis.call('TYPE', K)['ok']\n" \
+    "  if t == 'none' then return nil end\n" \
+    "  if t ~= 'set' then return false end\n" \
+    "  local v = redis.call('SMEMBERS', K)\n" \
+    "  if #v ~= 1 then return false end\n" \
+    "  if v[1] == PSET_MARK then return {} end\n" \
+    "  local at = string.match(v[1], '^herald:pset:1 at=(%d+)$')\n" \
+    "  if not at then return false end\n" \
+    "  return {at = at}\n" \
+    "end\n" \
+    "\n" \
+    "local function write_mark(p)\n" \
+    "  redis.call('DEL', K)\n" \
+    "  if p.at then\n" \
+    "    redis.call('SADD', K, PSET_MARK .. ' at=' .. p.at)\n" \
+    "  else\n" \
+    "    redis.call('SADD', K, PSET_MARK)\n" \
+    "  end\n" \
+    "end\n" \
+    "\n" \
+    "-- After a write (expired members pruned): delete the set if it has no\n" \
+    "-- member left, else let K and E expire when the set must be gone: at\n" \
+    "-- hr_expire's time or when its last member expires, whichever comes first.\n" \
+    "local function settle(p)\n" \
+    "  local top = redis.call('ZRANGE', E, -1, -1, 'WITHSCORES')\n" \
+    "  if #top == 0 then\n" \
+    "    redis.call('DEL', K, E)\n" \
+    "    return\n" \
+    "  end\n" \
+    "  local at = tonumber(top[2])\n" \
+    "  if p.at and tonumber(p.at) < at then at = tonumber(p.at) end\n" \
+    "  if at >= FAR then\n" \
+    "    redis.call('PERSIST', K)\n" \
+    "    redis.call('PERSIST', E)\n" \
+    "  elseif redis.call('PEXPIRETIME', K) ~= at then\n" \
+    "    redis.call('PEXPIREAT', K, int(at))\n" \
+    "    redis.call('PEXPIREAT', E, int(at))\n" \
+    "  end\n" \
+    "end\n" \
+    "\n" \
 
 static const char zrange_lua[] =
     "-- hr_zrange. KEYS[1]: the sorted set. ARGV: reverse (0/1), min, max,\n"
@@ -252,13 +314,25 @@ static const char del_lua[] = DISTINCT_PRELUDE
     "  delete_all(m)\n"
     "  return 1\n"
     "end\n"
-    "return redis.call('DEL', K)\n";
+    "local n = redis.call('DEL', K)\n"
+    "-- E: a packed set's members, or what a packed set or distinct counter left\n"
+    "-- when hr_put replaced it.\n"
+    "redis.call('DEL', E)\n"
+    "return n\n";
 
-static const char expire_lua[] = DISTINCT_PRELUDE
+static const char expire_lua[] = DISTINCT_PRELUDE PSET_PRELUDE
     "-- hr_expire of a key of any type. ARGV: P, expire_at_ms (0: persist).\n"
     "-- Returns 1 if the key exists.\n"
     "local at = ARGV[2]\n"
     "if redis.call('EXISTS', K) == 0 then return 0 end\n"
+    "local p = read_pset()\n"
+    "if p then\n"
+    "  -- Kept in the marker, so that later writes keep it (settle).\n"
+    "  if at == '0' then p.at = nil else p.at = at end\n"
+    "  write_mark(p)\n"
+    "  settle(p)\n"
+    "  return 1\n"
+    "end\n"
     "if at == '0' then\n"
     "  redis.call('PERSIST', K)\n"
     "  return 1\n"
@@ -274,12 +348,47 @@ static const char expire_lua[] = DISTINCT_PRELUDE
     "end\n"
     "return 1\n";
 
+static const char pset_add_lua[] = KEYS_PRELUDE PSET_PRELUDE
+    "-- hr_pset_add. ARGV: now_ms, member, expire_at_ms ('inf': never).\n"
+    "-- Returns 1 if the member was not in the set.\n"
+    "local now, member, score = ARGV[1], ARGV[2], ARGV[3]\n"
+    "local p = read_pset()\n"
+    "if p == false then return redis.error_reply(WRONGTYPE) end\n"
+    "if p == nil then\n"
+    "  -- A new set. E may be left from one that hr_put replaced.\n"
+    "  redis.call('DEL', E)\n"
+    "  p = {}\n"
+    "  write_mark(p)\n"
+    "else\n"
+    "  redis.call('ZREMRANGEBYSCORE', E, '-inf', now)\n"
+    "end\n"
+    "local new\n"
+    "if score ~= 'inf' and tonumber(score) <= tonumber(now) then\n"
+    "  -- Expired already: the member leaves the set.\n"
+    "  new = 1 - redis.call('ZREM', E, member)\n"
+    "else\n"
+    "  new = redis.call('ZADD', E, score, member)\n"
+    "end\n"
+    "settle(p)\n"
+    "return new\n";
+
+static const char pset_rem_lua[] = KEYS_PRELUDE PSET_PRELUDE
+    "-- hr_pset_rem. ARGV: now_ms, member. Returns 1 if it was in the set.\n"
+    "local p = read_pset()\n"
+    "if p == false then return redis.error_reply(WRONGTYPE) end\n"
+    "if p == nil then return 0 end\n"
+    "redis.call('ZREMRANGEBYSCORE', E, '-inf', ARGV[1])\n"
+    "local n = redis.call('ZREM', E, ARGV[2])\n"
+    "settle(p)\n"
+    "return n\n";
+
 /* clang-format on */
 
 static rs_script scripts[RS_COUNT_] = {
-    [RS_ZRANGE] = {"zrange", zrange_lua, ""}, [RS_DADD] = {"dadd", dadd_lua, ""},
-    [RS_DCOUNT] = {"dcount", dcount_lua, ""}, [RS_DEL] = {"del", del_lua, ""},
-    [RS_EXPIRE] = {"expire", expire_lua, ""},
+    [RS_ZRANGE] = {"zrange", zrange_lua, ""},       [RS_DADD] = {"dadd", dadd_lua, ""},
+    [RS_DCOUNT] = {"dcount", dcount_lua, ""},       [RS_DEL] = {"del", del_lua, ""},
+    [RS_EXPIRE] = {"expire", expire_lua, ""},       [RS_PSET_ADD] = {"pset_add", pset_add_lua, ""},
+    [RS_PSET_REM] = {"pset_rem", pset_rem_lua, ""},
 };
 static const char *bodies[RS_COUNT_];
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;

@@ -3,8 +3,10 @@
  * An op is a script when it must read before it writes, atomically, in one
  * round trip: hr_zrange (an exclusive (score, member) cursor and `more`),
  * hr_dadd and hr_dcount (a distinct counter spans several keys and switches
- * from an exact set to HyperLogLog buckets), and hr_del and hr_expire (which
- * must reach a distinct counter's sub-keys). redis.c documents each
+ * from an exact set to HyperLogLog buckets), hr_pset_add and hr_pset_rem (a
+ * packed set is a marker key plus a zset of members, pruned of expired
+ * members and given a key expiry at each write), and hr_del and hr_expire
+ * (which must reach the sub-keys of both). redis.c documents each
  * script's KEYS and ARGV where it builds the call; the scripts themselves
  * are in redis_scripts.c.
  *
@@ -15,7 +17,7 @@
 
 #include <stddef.h>
 
-typedef enum { RS_ZRANGE, RS_DADD, RS_DCOUNT, RS_DEL, RS_EXPIRE, RS_COUNT_ } rs_id;
+typedef enum { RS_ZRANGE, RS_DADD, RS_DCOUNT, RS_DEL, RS_EXPIRE, RS_PSET_ADD, RS_PSET_REM, RS_COUNT_ } rs_id;
 
 typedef struct rs_script {
     const char *name;

@@ -23,9 +23,14 @@
  *     zset      3                u64 version | u64 size
  *     distinct  4                u64 version | u64 size | u8 mode (0 exact, 1 sketch)
  *                                | i64 ttl_ms | i64 width_ms | i64 oldest_ms
+ *     pset      5                u64 version | u64 size | u64 seed | i64 soonest
+ *                                | i64 latest | u64 forever | u8 bits
  *
  *   expire_at is ms since the epoch; the key is alive while now <= expire_at
- *   (redis' PEXPIREAT); 0 never expires.
+ *   (redis' PEXPIREAT); 0 never expires. A packed set also ends when its last
+ *   member expires: when forever (members that never expire) is 0 and
+ *   now >= latest (the largest member expiry). size counts stored entries,
+ *   soonest bounds their non-zero expiries from below (rocks_pset.c).
  *
  * Every sub-key starts with the same prefix, which names the collection:
  *
@@ -37,6 +42,18 @@
  * "subkeys" — members of sorted sets and of exact distinct sets:
  *
  *   key:   | prefix | member bytes |          value: | u64 score (encoded) |
+ *
+ *   and the chunks of packed sets, 2^bits of them (rocks_pset.c):
+ *
+ *   key:   | prefix | u32 chunk |
+ *   value: +------+-------------------------+----------------------------+
+ *          | form | n hashes, u64, ascending | n expire_at, i64 (form 'E') |
+ *          | u8   | h = mix(member ^ seed)   | 0: never; absent: form 'P' |
+ *          +------+-------------------------+----------------------------+
+ *
+ *   A member lives in the chunk numbered by the top `bits` bits of h; mix is
+ *   a bijection, so h stands for the member exactly. An empty chunk has no
+ *   key.
  *
  * "zindex" — the same members ordered for range reads:
  *
@@ -54,36 +71,40 @@
  *                                           (cached union of buckets [lo, hi))
  *
  * Versions: a collection gets a fresh version when it is created (and a
- * distinct counter again when it turns into sketches). Deleting, overwriting
- * or expiring it touches only the metadata: its sub-keys become unreachable
- * (no record names their version) and rocks_filter.c's compaction filter
- * reclaims them. So hr_del of a million-member set is one write. Versions
+ * distinct counter again when it turns into sketches; a packed set keeps
+ * its version when it doubles its chunks, rewriting them in place).
+ * Deleting, overwriting or expiring it touches only the metadata: its
+ * sub-keys become unreachable (no record names their version) and
+ * rocks_filter.c's compaction filter reclaims them. So hr_del of a million-member set is one write. Versions
  * count up from the clock in microseconds x 1024 at open, so they increase
  * across restarts unless the wall clock steps back (Kvrocks makes the same
  * bet).
  *
  * BATCHES. exec runs in five steps:
  *
- *   1. refuse what is not built yet: a batch holding hr_pset_* or hr_q*
- *      fails with HR_ENOTSUP before anything runs (they come with the
- *      social-reading and fan-out work);
+ *   1. refuse what is not built yet: a batch holding hr_q* fails with
+ *      HR_ENOTSUP before anything runs (they come with the fan-out work);
  *   2. lock the stripes of every key the batch writes (below);
  *   3. take a snapshot: every read of the batch sees the DB at one point, so
  *      concurrent batches see each other's writes all or nothing;
  *   4. prefetch: one MultiGet of every key's metadata, then one of the
- *      sub-keys the ops will read (members, sketch buckets) — a batch of N
- *      gets or zscores costs one or two MultiGets, never N Gets;
+ *      sub-keys the ops will read (members, sketch buckets, packed-set
+ *      chunks) — a batch of N gets or zscores, or of pset tests on N sets,
+ *      costs one or two MultiGets, never N Gets;
  *   5. run the ops in order against the batch's view (rocks_view.c: its own
- *      writes over the snapshot) and commit all writes in one WriteBatch
- *      (WAL on; fsynced with opts->sync). Every batch is atomic, with or
- *      without HR_EXEC_ATOMIC. The WriteBatch is indexed (a
- *      WriteBatchWithIndex, whose puts cost ~50x more) only when an op that
- *      may iterate follows a write, so that its range read sees the write.
+ *      writes over the snapshot), write the packed-set chunks the ops
+ *      changed (once each, however many ops changed one) and commit all
+ *      writes in one WriteBatch (WAL on; fsynced with opts->sync). Every
+ *      batch is atomic, with or without HR_EXEC_ATOMIC. The WriteBatch is
+ *      indexed (a WriteBatchWithIndex, whose puts cost ~50x more) only when
+ *      an op that may iterate follows a write, so that its range read sees
+ *      the write.
  *
  * LOCKS. hr_incr, hr_zadd (is the member new? the size), hr_dadd (is the
- * member new? the count) read, decide and write. Two batches doing that on
- * one key at once would both read the old state, so a batch holds a mutex per
- * key it writes from before its reads until after its commit. Keys map to
+ * member new? the count), hr_pset_add and hr_pset_rem (is the member new?
+ * the size) read, decide and write. Two batches doing that on one key at
+ * once would both read the old state, so a batch holds a mutex per key it
+ * writes from before its reads until after its commit. Keys map to
  * 1024 stripes by hash; a batch locks its stripes in ascending order, so two
  * batches never wait on each other in a cycle. Read-only batches take no
  * lock.
@@ -93,7 +114,7 @@
  * (rocks_filter.c) remove expired records and every sub-key no live record
  * names.
  *
- * NOT YET: hr_pset_* and hr_q* (refused, step 1); reverse range reads walk
+ * NOT YET: hr_q* (refused, step 1); reverse range reads walk
  * the memtable's skiplist backwards, several times slower than forward ones
  * (DESIGN.md: store newest-first orders inverted, so reads go forward).
  */
@@ -259,7 +280,11 @@ static const op_fn op_table[HR_OP_COUNT_] = {
     [HR_OP_ZTRIM] = op_ztrim,
     [HR_OP_DADD] = op_dadd,
     [HR_OP_DCOUNT] = op_dcount,
-    /* PSET_* and Q*: not yet (refused in exec_) */
+    [HR_OP_PSET_ADD] = op_pset_add,
+    [HR_OP_PSET_REM] = op_pset_rem,
+    [HR_OP_PSET_TEST] = op_pset_test,
+    [HR_OP_PSET_CARD] = op_pset_card,
+    /* Q*: not yet (refused in exec_) */
 };
 /* clang-format on */
 
@@ -286,22 +311,42 @@ static uint32_t *write_stripes(hr_batch *b, hr_arena *mem, size_t *n) {
     return st;
 }
 
+void rplan_reserve(rx *x, rplan *p, size_t more) {
+    if (p->n + more <= p->cap) return;
+    size_t cap = p->cap ? p->cap * 2 : 16;
+    while (cap < p->n + more)
+        cap *= 2;
+    int *cfs = hr_arena_alloc(&x->mem, cap * sizeof *cfs);
+    hr_slice *keys = hr_arena_alloc(&x->mem, cap * sizeof *keys);
+    if (p->n) {
+        memcpy(cfs, p->cfs, p->n * sizeof *cfs);
+        memcpy(keys, p->keys, p->n * sizeof *keys);
+    }
+    p->cfs = cfs;
+    p->keys = keys;
+    p->cap = cap;
+}
+
+void rplan_add(rx *x, rplan *p, int cf, hr_slice key) {
+    rplan_reserve(x, p, 1);
+    p->cfs[p->n] = cf;
+    p->keys[p->n++] = key;
+}
+
 /* Step 4: the metadata of every key, then the sub-keys the ops will read. */
 static int prefetch(rx *x) {
     hr_batch *b = x->b;
-    int *cfs = hr_arena_alloc(&x->mem, 2 * b->len * sizeof *cfs);
-    hr_slice *keys = hr_arena_alloc(&x->mem, 2 * b->len * sizeof *keys);
-    size_t n = 0;
+    rplan p = {0};
+    rplan_reserve(x, &p, b->len);
     for (size_t i = 0; i < b->len; i++) {
         const hr_op *op = &b->ops[i];
         if (op->result.rc != HR_OK || op->type == HR_OP_PUT) continue; /* a put reads nothing */
-        cfs[n] = CF_META;
-        keys[n++] = op->key;
+        rplan_add(x, &p, CF_META, op->key);
     }
-    int rc = rx_prefetch(x, n, cfs, keys);
+    int rc = rx_prefetch(x, p.n, p.cfs, p.keys);
     if (rc) return rc;
 
-    n = 0;
+    p.n = 0;
     hr_buf k = HR_BUF_INIT;
     for (size_t i = 0; i < b->len; i++) {
         const hr_op *op = &b->ops[i];
@@ -316,20 +361,26 @@ static int prefetch(rx *x) {
                 break;
             key_prefix(&k, op->key, m.version);
             hr_buf_append_slice(&k, op->member);
-            cfs[n] = CF_SUB;
-            keys[n++] = hr_arena_copy(&x->mem, hr_buf_slice(&k));
+            rplan_add(x, &p, CF_SUB, hr_arena_copy(&x->mem, hr_buf_slice(&k)));
             hr_buf_clear(&k);
             break;
         case HR_OP_DADD:
         case HR_OP_DCOUNT:
-            if (rx_meta(x, op->key, &m) == 0) distinct_plan(x, op, &m, cfs, keys, &n);
+            rplan_reserve(x, &p, 2); /* distinct_plan adds at most two */
+            if (rx_meta(x, op->key, &m) == 0) distinct_plan(x, op, &m, p.cfs, p.keys, &p.n);
+            break;
+        case HR_OP_PSET_ADD:
+        case HR_OP_PSET_REM:
+        case HR_OP_PSET_TEST:
+        case HR_OP_PSET_CARD:
+            if (rx_meta(x, op->key, &m) == 0) pset_plan(x, op, &m, &p);
             break;
         default: break;
         }
     }
     hr_buf_free(&k);
     hr_err_clear(x->err); /* a corrupt record seen while planning is reported by its op */
-    return rx_prefetch(x, n, cfs, keys);
+    return rx_prefetch(x, p.n, p.cfs, p.keys);
 }
 
 /* Whether an op that may iterate follows a write: then iterators must see
@@ -392,6 +443,7 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
         hr_op *op = &b->ops[i];
         if (op->result.rc == HR_OK) rc = op_table[op->type](&x, op);
     }
+    if (rc == 0) pset_flush(&x); /* packed-set chunks: each written once, however many ops changed it */
     if (rc == 0 && x.dirty) {
         char *errptr = NULL;
         if (x.wbi)

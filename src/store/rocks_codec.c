@@ -40,6 +40,15 @@ void meta_encode(const rmeta *m, hr_buf *out) {
         append_u64(out, (uint64_t)m->width);
         append_u64(out, (uint64_t)m->oldest);
         break;
+    case T_PSET:
+        append_u64(out, m->version);
+        append_u64(out, m->size);
+        append_u64(out, m->seed);
+        append_u64(out, (uint64_t)m->soonest);
+        append_u64(out, (uint64_t)m->latest);
+        append_u64(out, m->forever);
+        hr_buf_append_byte(out, m->bits);
+        break;
     }
 }
 
@@ -72,6 +81,16 @@ int meta_decode(hr_slice raw, rmeta *m) {
         m->oldest = (int64_t)load_u64(p + 33);
         if (m->mode == D_SKETCH) return m->width > 0 ? 0 : -1; /* W divides times */
         return m->mode == D_EXACT ? 0 : -1;
+    case T_PSET:
+        if (rest != 6 * 8 + 1) return -1;
+        m->version = load_u64(p);
+        m->size = load_u64(p + 8);
+        m->seed = load_u64(p + 16);
+        m->soonest = (int64_t)load_u64(p + 24);
+        m->latest = (int64_t)load_u64(p + 32);
+        m->forever = load_u64(p + 40);
+        m->bits = p[48];
+        return m->bits <= PSET_MAX_BITS ? 0 : -1;
     default: return -1;
     }
 }

@@ -6,12 +6,17 @@
  * calls a compaction filter on every record it rewrites during compaction;
  * ours drop
  *
- *   "default" (metadata)   records expired for more than GRACE_MS;
+ *   "default" (metadata)   records expired for more than GRACE_MS (a packed
+ *                          set also when its last member expired);
  *   "subkeys", "zindex",   sub-keys whose key has no metadata record, or an
  *   "sketch"               expired one, or one of another type or another
  *                          version (Kvrocks' SubKeyFilter does the same);
  *   "sketch"               also the bucket sketches of a live counter that
  *                          stopped counting (bucket i dies at (i+1) W + ttl).
+ *
+ * The chunks of a live packed set are kept whole: expired members inside
+ * them stay until rocks_pset.c rewrites the chunk (its metadata counts them,
+ * so the filter may not drop them behind its back).
  *
  * The sub-key filter reads the metadata with a Get on the open DB, once per
  * user key per compaction (consecutive sub-keys share a key). That needs the
@@ -60,7 +65,7 @@ static unsigned char meta_filter_run(void *state, int level, const char *key, si
     const meta_filter *f = state;
     rmeta m;
     if (meta_decode(hr_slice_of(val, vlen), &m) != 0) return 0;
-    return m.expire_at != 0 && m.expire_at < f->now - GRACE_MS;
+    return !meta_alive(&m, f->now - GRACE_MS); /* a key, once dead, stays dead until rewritten */
 }
 
 static const char *meta_filter_name(void *state) {
@@ -137,8 +142,9 @@ static unsigned char sub_filter_run(void *state, int level, const char *key, siz
     if (!f->have || !hr_slice_eq(user, hr_buf_slice(&f->key))) sub_filter_load(f, user);
     if (f->unknown) return 0;
     const rmeta *m = &f->m;
-    if (m->type != T_ZSET && m->type != T_DISTINCT) return 1; /* no record, or not a collection */
-    if (m->expire_at != 0 && m->expire_at < f->now - GRACE_MS) return 1;
+    if (m->type != T_ZSET && m->type != T_DISTINCT && m->type != T_PSET)
+        return 1; /* no record, or not a collection */
+    if (!meta_alive(m, f->now - GRACE_MS)) return 1;
     if (m->version != version) return 1;
     if (f->fac->cf == CF_SKETCH && m->type == T_DISTINCT && m->mode == D_SKETCH && rest.len == 9 &&
         rest.ptr[0] == SKETCH_BUCKET && m->width > 0) {

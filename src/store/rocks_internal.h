@@ -7,6 +7,7 @@
  *                     snapshot, reads grouped into MultiGets
  *   rocks_ops.c       values, counters, expiry, sorted sets
  *   rocks_distinct.c  distinct counters (exact sets, then HLL sketches)
+ *   rocks_pset.c      packed sets of 64-bit members
  *   rocks_filter.c    the compaction filters and the HLL merge operator
  *
  * Ownership, unless a declaration says otherwise: pointer and slice
@@ -54,7 +55,7 @@ typedef struct rocks_store {
 /* ------------------------------------------------------------------------ */
 /* Encodings (rocks_codec.c)                                                 */
 
-typedef enum { T_NONE = 0, T_STRING = 1, T_COUNTER = 2, T_ZSET = 3, T_DISTINCT = 4 } rtype;
+typedef enum { T_NONE = 0, T_STRING = 1, T_COUNTER = 2, T_ZSET = 3, T_DISTINCT = 4, T_PSET = 5 } rtype;
 typedef enum { D_EXACT = 0, D_SKETCH = 1 } dmode;
 
 /* A decoded metadata record. Which fields mean something depends on type. */
@@ -63,21 +64,32 @@ typedef struct rmeta {
     int64_t expire_at; /* ms since epoch; the key is alive while now <= expire_at; 0 never expires */
     hr_slice value;    /* T_STRING: the value (borrowed from the raw record) */
     int64_t counter;   /* T_COUNTER */
-    uint64_t version;  /* T_ZSET, T_DISTINCT: the version in every sub-key */
-    uint64_t size;     /* T_ZSET: members; T_DISTINCT exact: members stored (live + not yet pruned) */
+    uint64_t version;  /* T_ZSET, T_DISTINCT, T_PSET: the version in every sub-key */
+    uint64_t size;     /* T_ZSET: members; T_DISTINCT exact, T_PSET: members stored (live + not yet pruned) */
     uint8_t mode;      /* T_DISTINCT: dmode */
     int64_t ttl;       /* T_DISTINCT: the ttl_ms of the last add (the compaction filter uses it) */
     int64_t width;     /* T_DISTINCT sketch: bucket width W in ms */
     int64_t oldest;    /* T_DISTINCT exact: lower bound of the members' last-add times */
+    uint64_t seed;     /* T_PSET: the seed of the members' hashes */
+    int64_t soonest;   /* T_PSET: lower bound of the members' non-zero expire_at; INT64_MAX: none */
+    int64_t latest;    /* T_PSET: the largest non-zero expire_at of a member (exact while forever is 0) */
+    uint64_t forever;  /* T_PSET: members that never expire (expire_at 0) */
+    uint8_t bits;      /* T_PSET: the set has 2^bits chunks (0..PSET_MAX_BITS) */
 } rmeta;
+
+/* A packed set has at most 2^PSET_MAX_BITS chunks (rocks_pset.c). */
+#define PSET_MAX_BITS 16
 
 /* Decode raw (borrowed; m->value points into it). 0, or -1 when corrupt. */
 int meta_decode(hr_slice raw, rmeta *m);
 /* Append the encoding of m to out (strings: header and m->value). */
 void meta_encode(const rmeta *m, hr_buf *out);
-/* True when m is a record and has not expired at now. */
+/* True when m is a record and has not expired at now. A packed set also
+ * stops existing when its last member expires (store.h: an empty set does
+ * not exist), a member counting while now < its expire_at. */
 static inline bool meta_alive(const rmeta *m, int64_t now) {
-    return m->type != T_NONE && (m->expire_at == 0 || now <= m->expire_at);
+    if (m->type == T_NONE || (m->expire_at != 0 && now > m->expire_at)) return false;
+    return m->type != T_PSET || m->forever > 0 || now < m->latest;
 }
 
 /* Sub-keys (CF_SUB, CF_ZINDEX, CF_SKETCH) all start with this prefix. */
@@ -120,6 +132,10 @@ typedef struct rx {
     hr_arena mem;                   /* scratch, freed at the end of the batch */
     vent *tab;                      /* the view: (cf, key) -> what the batch knows */
     size_t tab_cap, tab_len;
+    /* Packed-set chunks the batch changed (keys in mem, repeats allowed):
+     * their decoded forms (rx_aux) are written once each, by pset_flush. */
+    hr_slice *pset_dirty;
+    size_t pset_ndirty, pset_dirty_cap;
 } rx;
 
 /* Read key of cf as the batch sees it: its own earlier writes, else a value
@@ -200,6 +216,10 @@ int op_zremrange_score(rx *x, hr_op *op);
 int op_ztrim(rx *x, hr_op *op);
 int op_dadd(rx *x, hr_op *op);
 int op_dcount(rx *x, hr_op *op);
+int op_pset_add(rx *x, hr_op *op);
+int op_pset_rem(rx *x, hr_op *op);
+int op_pset_test(rx *x, hr_op *op);
+int op_pset_card(rx *x, hr_op *op);
 
 /* Sorted-set helpers shared with the exact distinct sets (rocks_ops.c). */
 /* Look up member of the collection (key, version): *found, and its encoded
@@ -238,6 +258,26 @@ int zs_remove_range(rx *x, hr_slice key, rmeta *m, bool reverse, double min, dou
 /* The sub-keys distinct ops read, for the prefetch of rocks.c: appends to
  * cfs/keys (keys in x->mem) what op will read given its key's metadata m. */
 void distinct_plan(rx *x, const hr_op *op, const rmeta *m, int *cfs, hr_slice *keys, size_t *n);
+
+/* Keys for one MultiGet (rocks.c's prefetch), in x->mem, growing as ops
+ * plan their reads. */
+typedef struct rplan {
+    int *cfs;
+    hr_slice *keys;
+    size_t n, cap;
+} rplan;
+/* Make room for `more` entries after the n there are (rocks.c). */
+void rplan_reserve(rx *x, rplan *p, size_t more);
+/* Append (cf, key), growing the list; key must live until the MultiGet
+ * (x->mem). */
+void rplan_add(rx *x, rplan *p, int cf, hr_slice key);
+
+/* Packed sets (rocks_pset.c). The chunks pset op will read given its key's
+ * metadata m, appended to p. */
+void pset_plan(rx *x, const hr_op *op, const rmeta *m, rplan *p);
+/* Write every chunk the batch's hr_pset_add / hr_pset_rem changed, once
+ * each; rocks.c calls it after the last op, before the commit. */
+void pset_flush(rx *x);
 
 /* ------------------------------------------------------------------------ */
 /* Compaction filters and the merge operator (rocks_filter.c)                */
