@@ -58,6 +58,10 @@ $(BUILD)/herald: $(BUILD)/src/main.o $(BUILD)/libherald.a
 $(BUILD)/stories_load: $(BUILD)/bench/stories_load.o $(BUILD)/libherald.a
 	$(CC) $(CFLAGS) -o $@ $^ $(DEP_LIBS)
 
+# Micro-benchmarks of store primitives (BENCHMARKS.md says which figure each gives).
+$(BUILD)/store_micro: $(BUILD)/bench/micro/store_micro.o $(BUILD)/libherald.a
+	$(CC) $(CFLAGS) -o $@ $^ $(DEP_LIBS)
+
 $(SAN)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -O2,$(CFLAGS)) $(SANFLAGS) $(DEP_CFLAGS) -c $< -o $@

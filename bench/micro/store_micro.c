@@ -1,0 +1,175 @@
+/* store_micro.c — micro-benchmarks of store primitives through the public
+ * interface (store.h), on either backend. Built by `make build/store_micro`;
+ * figures in BENCHMARKS.md.
+ *
+ *   store_micro URI tombstones   top-20 descending read of a 5 000-member
+ *                                sorted set: fresh, after 200 K score changes
+ *                                (Zipf-like), and after close and reopen
+ *   store_micro URI pset         hr_pset_test of 10 000 members against sets
+ *                                of 10 000 and 100 000 members, and the same
+ *                                question as 10 000 hr_zscore in one batch
+ *
+ * Keys are prefixed with a random tag, so runs on a shared cluster do not
+ * collide; RocksDB runs want a fresh directory. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "store/store.h"
+
+static const char *uri;
+static hr_store *S;
+static char tag[32];
+
+static void open_store(void) {
+    hr_err err = {0};
+    if (hr_store_open(uri, NULL, &S, &err) != HR_OK) {
+        fprintf(stderr, "store_micro: %s\n", err.msg);
+        exit(1);
+    }
+}
+
+static void run(hr_batch *b) {
+    hr_err err = {0};
+    if (hr_store_exec(S, b, 0, &err) != HR_OK) {
+        fprintf(stderr, "store_micro: %s\n", err.msg);
+        exit(1);
+    }
+}
+
+static hr_slice key(const char *name) {
+    static char k[4][96];
+    static int next;
+    char *p = k[next++ % 4];
+    snprintf(p, sizeof k[0], "{%s}:%s", tag, name);
+    return hr_slice_str(p);
+}
+
+/* Mean microseconds of a descending top-20 read, over 50 reads. */
+static double top20_us(void) {
+    hr_batch *b = hr_batch_new();
+    uint64_t t0 = hr_mono_ns();
+    for (int r = 0; r < 50; r++) {
+        hr_batch_reset(b);
+        hr_zrange_spec sp = hr_zrange_all(true, 20);
+        hr_zrange(b, key("rank"), &sp);
+        run(b);
+    }
+    hr_batch_free(b);
+    return (double)(hr_mono_ns() - t0) / 1e3 / 50;
+}
+
+static void tombstones(void) {
+    hr_batch *b = hr_batch_new();
+    char m[32];
+    for (int i = 0; i < 5000; i++) {
+        hr_batch_reset(b);
+        snprintf(m, sizeof m, "s%d", i);
+        hr_zadd(b, key("rank"), 0, hr_slice_str(m));
+        run(b);
+    }
+    printf("fresh ranking of 5000: top-20 read %.1f us\n", top20_us());
+    srand(1);
+    for (int i = 0; i < 200000; i++) { /* popular members get most of the votes */
+        int k = (int)(5000.0 / (1 + rand() % 5000)) - 1;
+        hr_batch_reset(b);
+        snprintf(m, sizeof m, "s%d", k < 0 ? 0 : k);
+        hr_zincr(b, key("rank"), 1, hr_slice_str(m));
+        run(b);
+    }
+    printf("after 200K score changes: top-20 read %.1f us\n", top20_us());
+    hr_batch_free(b);
+    hr_store_close(S);
+    open_store();
+    printf("after close and reopen: top-20 read %.1f us\n", top20_us());
+}
+
+static uint64_t rnd(void) {
+    static uint64_t x = 0x9E3779B97F4A7C15ull;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+}
+
+/* A set of n random members under name; members[] receives them. */
+static void fill(const char *name, uint64_t *members, size_t n, bool as_zset) {
+    hr_batch *b = hr_batch_new();
+    char m[8];
+    for (size_t i = 0; i < n;) {
+        hr_batch_reset(b);
+        for (int k = 0; k < 1000 && i < n; k++, i++) {
+            members[i] = rnd();
+            if (as_zset) {
+                memcpy(m, &members[i], 8);
+                hr_zadd(b, key(name), 0, hr_slice_of(m, 8));
+            } else {
+                hr_pset_add(b, key(name), members[i], 0);
+            }
+        }
+        run(b);
+    }
+    hr_batch_free(b);
+}
+
+/* Microseconds per member of one test of q[0..n) (half in the set). */
+static double pset_test_us(const char *name, const uint64_t *q, size_t n) {
+    hr_batch *b = hr_batch_new();
+    double best = 1e30;
+    for (int r = 0; r < 5; r++) {
+        hr_batch_reset(b);
+        uint64_t t0 = hr_mono_ns();
+        hr_pset_test(b, key(name), q, n);
+        run(b);
+        double us = (double)(hr_mono_ns() - t0) / 1e3 / (double)n;
+        if (us < best) best = us;
+    }
+    hr_batch_free(b);
+    return best;
+}
+
+static void pset(void) {
+    enum { Q = 10000 };
+    static uint64_t small[10000], big[100000], q[Q];
+    fill("p10k", small, 10000, false);
+    fill("p100k", big, 100000, false);
+    for (size_t i = 0; i < Q; i++) q[i] = i % 2 ? small[i] : rnd();
+    printf("pset_test of %d vs a 10000-member set: %.3f us/member\n", Q, pset_test_us("p10k", q, Q));
+    for (size_t i = 0; i < Q; i++) q[i] = i % 2 ? big[i * 7] : rnd();
+    printf("pset_test of %d vs a 100000-member set: %.3f us/member\n", Q, pset_test_us("p100k", q, Q));
+
+    fill("z10k", small, 10000, true);
+    hr_batch *b = hr_batch_new();
+    double best = 1e30;
+    char m[8];
+    for (int r = 0; r < 5; r++) {
+        hr_batch_reset(b);
+        uint64_t t0 = hr_mono_ns();
+        for (size_t i = 0; i < Q; i++) {
+            uint64_t v = i % 2 ? small[i] : rnd();
+            memcpy(m, &v, 8);
+            hr_zscore(b, key("z10k"), hr_slice_of(m, 8));
+        }
+        run(b);
+        double us = (double)(hr_mono_ns() - t0) / 1e3 / Q;
+        if (us < best) best = us;
+    }
+    hr_batch_free(b);
+    printf("%d zscore in one batch vs a 10000-member zset: %.3f us/member\n", Q, best);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3 || (strcmp(argv[2], "tombstones") != 0 && strcmp(argv[2], "pset") != 0)) {
+        fprintf(stderr, "usage: store_micro URI tombstones|pset\n");
+        return 2;
+    }
+    uri = argv[1];
+    snprintf(tag, sizeof tag, "micro-%lx", (unsigned long)time(NULL) ^ (unsigned long)hr_mono_ns());
+    open_store();
+    if (strcmp(argv[2], "tombstones") == 0) tombstones();
+    else pset();
+    hr_store_close(S);
+    return 0;
+}
