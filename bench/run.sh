@@ -8,6 +8,9 @@
 #   2. herald on RocksDB (fresh dir, --threads 2)      counter PUT, then GET
 #   3. redis-server standalone: redis-benchmark SADD + SCARD   the store reference
 #   4. herald on a Redis Cluster (--threads 2)         counter PUT, then GET
+#   5. bench/stories.sh: stories and ratings (issue 5), results in
+#      bench/results/stories-latest.md (BENCH_SKIP_STORIES=1 skips it; its own
+#      variables are described there, e.g. BENCH_STORIES_SCALE)
 #
 # and prints a table (req/s, p50, p99, herald/nginx ratios against the targets
 # PUT >= 0.6 with p99 <= 2 ms, GET >= 0.7), also written to
@@ -26,6 +29,7 @@
 #                       running there is used as is, otherwise the script starts
 #                       one with scripts/redis-cluster.sh and stops it at the end
 #   BENCH_SKIP_CLUSTER  1: skip part 4
+#   BENCH_SKIP_STORIES  1: skip part 5
 #   BENCH_STRICT        1: exit 1 when a target is missed
 #   HERALD_BIN          the server (build/herald)
 #
@@ -381,8 +385,16 @@ echo
 cat "$TABLE"
 echo
 echo "written to ${RESULTS#"$ROOT"/}  (total $(( $(date +%s) - START_TIME )) s)"
+STATUS=0
 if [ "$MISSES" -gt 0 ]; then
     echo "bench: $MISSES target(s) missed"
-    [ "${BENCH_STRICT:-0}" = 1 ] && exit 1
+    [ "${BENCH_STRICT:-0}" = 1 ] && STATUS=1
 fi
-exit 0
+
+# ---- 5. stories and ratings (bench/stories.sh, its own results file) ---------------
+
+if [ "${BENCH_SKIP_STORIES:-0}" != 1 ]; then
+    echo
+    bench/stories.sh || STATUS=1
+fi
+exit "$STATUS"

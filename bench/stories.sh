@@ -1,0 +1,549 @@
+#!/usr/bin/env bash
+# bench/stories.sh — stories and ratings benchmark (issue 5; `make bench` runs it
+# after bench/run.sh, BENCH_SKIP_STORIES=1 skips it). One run, on this machine:
+#
+#   1. build/stories_load builds the dataset in a fresh RocksDB directory through
+#      the core API (hr_stories_create, hr_ratings_put) and measures in-process
+#      ("embedded"): rating upserts/s on 2 threads, and the latency of
+#      unseen (heavy member, rank=top, limit 20) over BENCH_STORIES_CALLS calls
+#      (p50/p99), rank=hot, a typical member, top-rated; then exports the final
+#      state (stories with their scores, every rating) as TSV
+#   2. herald serve on that directory, measured with wrk over HTTP:
+#      GET /api/v1/members/heavy/unseen?limit=20 with 64 and with 2 connections,
+#      PUT /api/v1/ratings/{subject}/{object} (bench/ratings_put.lua), and the
+#      unseen GET again after those PUTs
+#   3. PostgreSQL (Debian's package; installed with apt-get when missing): a
+#      throwaway cluster in the temp dir, the seed's tables in SQL with the
+#      indexes the query needs, the SAME data COPY'd in, checked (every story's
+#      stored score = the sum of its ratings; PostgreSQL's first unseen page =
+#      herald's), then the unseen query with NOT EXISTS through pgbench
+#      (-M prepared, 2 clients, BENCH_DURATION s): tps, p50/p99 from pgbench -l
+#
+# and prints a table against the issue's targets (embedded: unseen p99 <= 5 ms
+# for the 10 K-rating member, upserts >= 50 K/s, herald >= 10 x PostgreSQL on
+# the same query), also written to bench/results/stories-latest.md with the
+# date, commit, machine, load average, scale and the exact commands run.
+#
+# Dataset (stories_load.c): 1 M stories (1-2 KiB of HTML each), 100 K members,
+# 20 M rating upserts (subject uniform, object Zipf(1.0) over the stories,
+# scores 1/-1/0 at 60/15/25 %, times over 30 days), plus member "heavy" with
+# 10 K ratings drawn from the same Zipf: all x BENCH_STORIES_SCALE.
+#
+# Environment:
+#   BENCH_STORIES_SCALE  dataset size, 1.0 = the issue's (0.05 for a quick run)
+#   BENCH_STORIES_CALLS  in-process unseen calls timed (2000; other queries a quarter)
+#   BENCH_STORIES_QUERY_SECS  time limit of each in-process query's latency run (30)
+#   BENCH_DURATION       seconds per wrk / pgbench / timed-upsert measurement (10)
+#   BENCH_WARMUP         seconds of unrecorded wrk warm-up (2)
+#   BENCH_CONNECTIONS    wrk connections for the throughput runs (64)
+#   BENCH_WRK_THREADS    wrk threads (2)
+#   BENCH_SKIP_PG        1: skip part 3
+#   BENCH_STRICT         1: exit 1 when a target is missed
+#   BENCH_TMPDIR         where the temp dir goes (TMPDIR, /tmp): needs ~10 GB free
+#                        at scale 1
+#   HERALD_BIN           the server (build/herald); STORIES_LOADER (build/stories_load)
+#   KEEP_TMP             set: keep the temp dir (logs, data) when the run fails
+#
+# Every process the script starts is stopped on exit (trap EXIT).
+
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+SCALE=${BENCH_STORIES_SCALE:-1.0}
+CALLS=${BENCH_STORIES_CALLS:-2000}
+QUERY_SECS=${BENCH_STORIES_QUERY_SECS:-30}
+DUR=${BENCH_DURATION:-10}
+WARMUP=${BENCH_WARMUP:-2}
+CONNS=${BENCH_CONNECTIONS:-64}
+WRK_THREADS=${BENCH_WRK_THREADS:-2}
+HERALD=${HERALD_BIN:-build/herald}
+LOADER=${STORIES_LOADER:-build/stories_load}
+SKIP_PG=${BENCH_SKIP_PG:-0}
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+RESULTS_DIR=$ROOT/bench/results
+RESULTS=$RESULTS_DIR/stories-latest.md
+
+TMP=$(mktemp -d "${BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-stories.XXXXXX")
+DATA=$TMP/data
+PIDS=()
+PG_DATA=""
+PG_STARTED=0
+COMMANDS=()
+ROWS=()          # "name|rps|p50|p99|errors"
+START_TIME=$(date +%s)
+
+log() { printf '[stories %4ds] %s\n' "$(( $(date +%s) - START_TIME ))" "$*" >&2; }
+die() {
+    printf '\nstories bench: FAILED: %s\n' "$*" >&2
+    exit 1
+}
+
+# Run as the PostgreSQL user: postgres refuses to run as root.
+as_pg() {
+    if [ "$(id -u)" -eq 0 ]; then runuser -u "$PG_USER" -- "$@"; else "$@"; fi
+}
+
+cleanup() {
+    local rc=$?
+    set +e
+    for pid in "${PIDS[@]:-}"; do
+        [ -n "$pid" ] || continue
+        if kill -0 "$pid" 2>/dev/null; then
+            kill -TERM "$pid" 2>/dev/null
+            for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+            kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+            wait "$pid" 2>/dev/null
+        fi
+    done
+    if [ "$PG_STARTED" = 1 ]; then
+        log "stopping PostgreSQL"
+        as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -w -t 60 stop -m fast >/dev/null 2>&1 || {
+            local ppid
+            ppid=$(head -n1 "$PG_DATA/postmaster.pid" 2>/dev/null)
+            [ -n "$ppid" ] && kill -KILL "$ppid" 2>/dev/null
+        }
+    fi
+    if [ "$rc" -ne 0 ] && [ -n "${KEEP_TMP:-}" ]; then
+        echo "stories bench: logs and data kept in $TMP" >&2
+    else
+        rm -rf "$TMP"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# A command line as it can be pasted back into a shell.
+quote_cmd() { local out; out=$(printf '%q ' "$@"); echo "${out% }"; }
+
+tail_log() { [ -f "$1" ] && { echo "---- $1 (last lines) ----" >&2; tail -n 30 "$1" >&2; }; return 0; }
+
+free_port() {
+    "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+stop_pid() {
+    local pid=$1
+    kill -TERM "$pid" 2>/dev/null || return 0
+    for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null || true
+}
+
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+command -v wrk >/dev/null 2>&1 || die "wrk is not installed (make deps installs it)"
+awk -v s="$SCALE" 'BEGIN { exit !(s > 0 && s <= 10) }' || die "BENCH_STORIES_SCALE must be in (0, 10], got '$SCALE'"
+
+# ---- PostgreSQL: installed before the long load, so that a failure is early ----
+
+PG_BIN=""
+find_pg() {
+    local d
+    for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+        if [ -x "$d/postgres" ] && [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ] && [ -x "$d/pgbench" ] && [ -x "$d/psql" ]; then
+            PG_BIN=$d
+            return 0
+        fi
+    done
+    return 1
+}
+if [ "$SKIP_PG" != 1 ]; then
+    if ! find_pg; then
+        log "PostgreSQL is not installed: apt-get install postgresql postgresql-contrib"
+        SUDO=""
+        [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends postgresql postgresql-contrib >"$TMP/apt.log" 2>&1 ||
+            { tail_log "$TMP/apt.log"; die "could not install PostgreSQL (BENCH_SKIP_PG=1 skips it)"; }
+        find_pg || die "PostgreSQL installed, but no server binaries under /usr/lib/postgresql/*/bin"
+    fi
+    PG_USER=$(id -un)
+    if [ "$(id -u)" -eq 0 ]; then
+        getent passwd postgres >/dev/null || die "running as root, and there is no 'postgres' user to run PostgreSQL as"
+        PG_USER=postgres
+    fi
+fi
+
+# ---- 1. Load and in-process measurements ------------------------------------------
+
+if [ -z "${STORIES_LOADER:-}" ] || [ -z "${HERALD_BIN:-}" ]; then
+    log "building: make build/herald build/stories_load"
+    make --no-print-directory build/herald build/stories_load >"$TMP/make.log" 2>&1 || { tail_log "$TMP/make.log"; die "build failed"; }
+fi
+[ -x "$HERALD" ] || die "$HERALD does not exist or is not executable"
+[ -x "$LOADER" ] || die "$LOADER does not exist or is not executable"
+
+MODEL=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+log "machine: $(nproc) cores, $MODEL; load average $(loadavg)"
+LOAD_START=$(loadavg)
+if awk -v l="${LOAD_START%% *}" 'BEGIN { exit !(l > 0.5) }'; then
+    log "WARNING: load average $LOAD_START before the run: other work on this machine skews the numbers"
+fi
+
+mkdir -p "$DATA"
+STORE_DIR=$TMP/rocksdb
+lcmd=("$LOADER" --store "rocksdb:$STORE_DIR" --scale "$SCALE" --threads 2 --calls "$CALLS" --query-secs "$QUERY_SECS" --duration "$DUR" --out "$DATA")
+COMMANDS+=("$(quote_cmd "${lcmd[@]}")")
+log "loading (scale $SCALE): ${lcmd[*]}"
+# Results (KEY=VALUE) to load.env; progress to the terminal and load.log.
+{ "${lcmd[@]}" 2>&1 >"$TMP/load.env" | tee "$TMP/load.log" >&2; } || { tail_log "$TMP/load.log"; die "stories_load failed"; }
+LOAD_DONE=$(date +%s)
+LOAD_AVG_AFTER_LOAD=$(loadavg)
+# shellcheck disable=SC1090
+. "$TMP/load.env"
+log "loaded in $(( LOAD_DONE - START_TIME )) s; data $(du -sh "$STORE_DIR" | cut -f1) in RocksDB; load average $LOAD_AVG_AFTER_LOAD"
+
+# ---- 2. herald over HTTP ------------------------------------------------------------
+
+to_ms() { # wrk latency like 512.00us, 1.23ms, 1.02s -> milliseconds
+    awk -v v="$1" 'BEGIN {
+        n = v + 0
+        if (v ~ /us$/) n = n / 1000; else if (v ~ /ms$/) n = n; else if (v ~ /m$/) n = n * 60000; else if (v ~ /s$/) n = n * 1000
+        printf "%.3f", n }'
+}
+
+# run_wrk NAME CONNECTIONS SCRIPT URL: warm up, then measure; appends a row.
+run_wrk() {
+    local name=$1 conns=$2 script=$3 url=$4 out
+    out=$TMP/wrk-$(echo "$1" | tr -c 'a-zA-Z0-9\n' '-').txt
+    local sarg=() threads=$WRK_THREADS
+    [ "$conns" -lt "$threads" ] && threads=$conns
+    [ -n "$script" ] && sarg=(-s "$script")
+    if [ "$WARMUP" -gt 0 ]; then
+        wrk -t"$threads" -c"$conns" -d"${WARMUP}s" "${sarg[@]}" "$url" >/dev/null 2>&1 || true
+    fi
+    local cmd=(wrk -t"$threads" -c"$conns" -d"${DUR}s" --latency "${sarg[@]}" "$url")
+    COMMANDS+=("$(quote_cmd "${cmd[@]}")")
+    log "$name: ${cmd[*]}"
+    "${cmd[@]}" >"$out" 2>&1 || { cat "$out" >&2; die "wrk failed for $name"; }
+    local rps p50 p99 non2xx sockerr
+    rps=$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$out")
+    p50=$(awk '/^ +50%/ {print $2}' "$out")
+    p99=$(awk '/^ +99%/ {print $2}' "$out")
+    non2xx=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' "$out")
+    sockerr=$(awk '/Socket errors:/ {gsub(",", ""); print $4+$6+$8+$10}' "$out")
+    [ -n "$rps" ] && [ -n "$p50" ] && [ -n "$p99" ] || { cat "$out" >&2; die "could not parse wrk's output for $name"; }
+    local errs=$(( ${non2xx:-0} + ${sockerr:-0} ))
+    ROWS+=("$name|$rps|$(to_ms "$p50")|$(to_ms "$p99")|$errs")
+    log "$name: $rps req/s, p50 $p50, p99 $p99, errors $errs"
+    [ "${non2xx:-0}" -gt 0 ] && log "WARNING: $name: $non2xx non-2xx answers"
+    return 0
+}
+
+port=$(free_port)
+hcmd=("$HERALD" serve --listen "127.0.0.1:$port" --store "rocksdb:$STORE_DIR" --threads 2)
+COMMANDS+=("$(quote_cmd "${hcmd[@]}")")
+log "starting herald: ${hcmd[*]}"
+HSTART=$(date +%s.%N)
+"${hcmd[@]}" >"$TMP/herald.out" 2>"$TMP/herald.err" &
+HERALD_PID=$!
+PIDS+=("$HERALD_PID")
+for _ in $(seq 1 600); do
+    grep -q ready "$TMP/herald.out" 2>/dev/null && break
+    kill -0 "$HERALD_PID" 2>/dev/null || { tail_log "$TMP/herald.err"; die "herald exited before it was ready"; }
+    sleep 0.1
+done
+grep -q ready "$TMP/herald.out" || { tail_log "$TMP/herald.err"; die "herald printed no ready line in 60 s"; }
+HERALD_OPEN_S=$(awk -v a="$HSTART" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+URL="http://127.0.0.1:$port"
+UNSEEN_PATH="/api/v1/members/heavy/unseen?limit=20"
+
+# The server's first page must be the one the loader saw in-process.
+"$PY" - "$URL$UNSEEN_PATH" "$DATA/unseen_heavy.txt" >"$TMP/probe.txt" 2>&1 <<'EOF' || { cat "$TMP/probe.txt" >&2; tail_log "$TMP/herald.err"; die "herald's unseen page is not the loader's"; }
+import json, sys, urllib.request
+page = json.load(urllib.request.urlopen(sys.argv[1], timeout=30))
+got = [s["id"] for s in page["stories"]]
+want = [line.split("\t")[0] for line in open(sys.argv[2]) if line.strip()]
+if got != want:
+    sys.exit("HTTP %s\nin-process %s" % (got, want))
+print("unseen page over HTTP = in-process: %d stories, scores %s..%s" % (len(got), page["stories"][0]["score"], page["stories"][-1]["score"]))
+EOF
+log "$(cat "$TMP/probe.txt")"
+
+run_wrk "herald unseen (64 conn)" "$CONNS" "" "$URL$UNSEEN_PATH"
+run_wrk "herald unseen (2 conn)" 2 "" "$URL$UNSEEN_PATH"
+export BENCH_OBJECTS_FILE=$DATA/put_objects.txt BENCH_MEMBERS=$MEMBERS
+run_wrk "herald rating PUT (64 conn)" "$CONNS" bench/ratings_put.lua "$URL"
+run_wrk "herald unseen after PUTs (2 conn)" 2 "" "$URL$UNSEEN_PATH"
+kill -0 "$HERALD_PID" 2>/dev/null || { tail_log "$TMP/herald.err"; die "herald died during the run"; }
+stop_pid "$HERALD_PID"
+
+# ---- 3. PostgreSQL ------------------------------------------------------------------
+
+PG_TPS=""; PG_P50=""; PG_P99=""; PG_N=""; PG_PLAN=""; PG_LOAD_S=""; PG_CHECK=""; PG_VERSION=""
+if [ "$SKIP_PG" != 1 ]; then
+    PG_VERSION=$("$PG_BIN/postgres" --version | awk '{print $3}')
+    # postgres (the OS user) must reach its directory and the TSV files.
+    chmod 711 "$TMP"
+    chmod 755 "$DATA"
+    chmod 644 "$DATA"/*.tsv
+    PG_DATA=$TMP/pg
+    PG_SOCK=$TMP/pgrun   # its socket and its log
+    PG_LOG=$PG_SOCK/postgresql.log
+    mkdir -p "$PG_DATA" "$PG_SOCK"
+    chmod 700 "$PG_DATA"
+    [ "$(id -u)" -eq 0 ] && chown "$PG_USER" "$PG_DATA" "$PG_SOCK"
+    icmd=("$PG_BIN/initdb" -D "$PG_DATA" -U postgres -A trust -E UTF8 --locale=C --no-sync)
+    COMMANDS+=("$(quote_cmd "${icmd[@]}")   (as $PG_USER)")
+    as_pg "${icmd[@]}" >"$TMP/initdb.log" 2>&1 || { tail_log "$TMP/initdb.log"; die "initdb failed"; }
+    PG_PORT=$(free_port)
+    # A fair configuration for a read benchmark on this machine: caches sized to
+    # the RAM, SSD costs, no JIT (compiling a 0.1 ms query only slows it);
+    # wal_level=minimal, fsync=off and no autovacuum only speed up the load.
+    MEM_KB=$(awk '/MemTotal/ {print $2}' /proc/meminfo)
+    SB_MB=$(( MEM_KB / 1024 / 4 )); [ "$SB_MB" -gt 4096 ] && SB_MB=4096
+    ECS_MB=$(( MEM_KB / 1024 / 2 ))
+    PG_OPTS="-c listen_addresses=127.0.0.1 -c port=$PG_PORT -c unix_socket_directories=$PG_SOCK \
+-c shared_buffers=${SB_MB}MB -c effective_cache_size=${ECS_MB}MB -c work_mem=64MB -c maintenance_work_mem=1GB \
+-c random_page_cost=1.1 -c effective_io_concurrency=200 -c jit=off \
+-c wal_level=minimal -c max_wal_senders=0 -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+-c max_wal_size=16GB -c checkpoint_timeout=30min -c autovacuum=off -c max_parallel_maintenance_workers=2"
+    scmd=("$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t 120 -o "$PG_OPTS" start)
+    COMMANDS+=("$(quote_cmd "${scmd[@]}")   (as $PG_USER)")
+    log "starting PostgreSQL $PG_VERSION on 127.0.0.1:$PG_PORT"
+    PG_STARTED=1
+    as_pg "${scmd[@]}" >"$TMP/pg_ctl.log" 2>&1 || { tail_log "$TMP/pg_ctl.log"; tail_log "$PG_LOG"; die "PostgreSQL did not start"; }
+    PSQL=("$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres)
+
+    # The seed's tables in SQL: story (its score stored, as herald keeps it in
+    # its ranking) and rating, one row per (subject, object) as herald's
+    # upserts leave it. Indexes: the ones the unseen query uses (rating's
+    # primary key (subject, object) for the NOT EXISTS probe; story by
+    # (score DESC, id DESC) for the order) and story's primary key. COPY FREEZE
+    # into tables created in the same transaction (no WAL at wal_level=minimal,
+    # tuples frozen), indexes built after the data, then VACUUM ANALYZE (the
+    # visibility map, for index-only scans, and the statistics).
+    cat >"$TMP/schema.sql" <<EOF
+\\timing on
+BEGIN;
+CREATE TABLE story (
+    id      text PRIMARY KEY,
+    url     text NOT NULL,
+    time_ms bigint NOT NULL,
+    score   bigint NOT NULL DEFAULT 0,
+    content text NOT NULL
+);
+COPY story (id, url, time_ms, score, content) FROM '$DATA/stories.tsv' WITH (FREEZE);
+COMMIT;
+BEGIN;
+CREATE TABLE rating (
+    subject text NOT NULL,
+    object  text NOT NULL,
+    score   smallint NOT NULL CHECK (score BETWEEN -1 AND 1),
+    time_ms bigint NOT NULL
+);
+COPY rating (subject, object, score, time_ms) FROM '$DATA/ratings.tsv' WITH (FREEZE);
+COMMIT;
+ALTER TABLE rating ADD PRIMARY KEY (subject, object);
+CREATE INDEX story_score ON story (score DESC, id DESC);
+VACUUM (ANALYZE) story;
+VACUUM (ANALYZE) rating;
+EOF
+    COMMANDS+=("psql -h 127.0.0.1 -p $PG_PORT -U postgres -f schema.sql   (below)")
+    log "PostgreSQL: loading $EXPORT_STORIES stories and $EXPORT_RATINGS ratings (COPY, indexes, VACUUM ANALYZE)"
+    T0=$(date +%s)
+    "${PSQL[@]}" -f "$TMP/schema.sql" >"$TMP/pg-load.log" 2>&1 || { tail_log "$TMP/pg-load.log"; tail_log "$PG_LOG"; die "loading PostgreSQL failed"; }
+    PG_LOAD_S=$(( $(date +%s) - T0 ))
+    log "PostgreSQL loaded in $PG_LOAD_S s: $(grep -E '^Time:' "$TMP/pg-load.log" | awk '{printf "%s%.1fs", (n++ ? ", " : ""), $2/1000}')"
+    PG_SIZE=$("${PSQL[@]}" -At -c "SELECT pg_size_pretty(pg_database_size('postgres'))")
+
+    # The same data: counts, every stored score = the sum of its ratings, and
+    # PostgreSQL's first unseen page = herald's.
+    PG_COUNTS=$("${PSQL[@]}" -At -F' ' -c "SELECT (SELECT count(*) FROM story), (SELECT count(*) FROM rating), (SELECT count(*) FROM rating WHERE subject = 'heavy')")
+    read -r PG_STORIES PG_RATINGS PG_HEAVY <<<"$PG_COUNTS"
+    [ "$PG_STORIES" = "$EXPORT_STORIES" ] && [ "$PG_RATINGS" = "$EXPORT_RATINGS" ] ||
+        die "PostgreSQL holds $PG_STORIES stories and $PG_RATINGS ratings, herald exported $EXPORT_STORIES and $EXPORT_RATINGS"
+    PG_BAD_SCORES=$("${PSQL[@]}" -At -c "SELECT count(*) FROM story s LEFT JOIN (SELECT object, sum(score) AS total FROM rating GROUP BY object) r ON r.object = s.id WHERE s.score <> coalesce(r.total, 0)")
+    UNSEEN_SQL="SELECT id FROM story s WHERE NOT EXISTS (SELECT 1 FROM rating r WHERE r.subject = 'heavy' AND r.object = s.id) ORDER BY s.score DESC, s.id DESC LIMIT 20"
+    "${PSQL[@]}" -At -c "$UNSEEN_SQL" >"$TMP/pg-unseen.txt"
+    cut -f1 "$DATA/unseen_heavy.txt" >"$TMP/herald-unseen.txt"
+    if cmp -s "$TMP/pg-unseen.txt" "$TMP/herald-unseen.txt"; then PG_SAME_PAGE=yes; else PG_SAME_PAGE=no; fi
+    PG_CHECK="$PG_STORIES stories, $PG_RATINGS ratings ($PG_HEAVY by heavy); stories whose stored score is not the sum of their ratings: $PG_BAD_SCORES; first unseen page identical to herald's: $PG_SAME_PAGE"
+    log "PostgreSQL check: $PG_CHECK"
+    [ "$PG_BAD_SCORES" = 0 ] || log "WARNING: $PG_BAD_SCORES stories' scores in herald differ from the sum of their ratings"
+    [ "$PG_SAME_PAGE" = yes ] || { log "WARNING: PostgreSQL's unseen page differs from herald's"; diff "$TMP/herald-unseen.txt" "$TMP/pg-unseen.txt" >&2 || true; }
+    PG_PLAN=$("${PSQL[@]}" -c "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) $UNSEEN_SQL")
+
+    # pgbench: the query as a prepared statement with the subject as $1.
+    cat >"$TMP/unseen.sql" <<'EOF'
+SELECT id FROM story s WHERE NOT EXISTS (SELECT 1 FROM rating r WHERE r.subject = :subj AND r.object = s.id) ORDER BY s.score DESC, s.id DESC LIMIT 20;
+EOF
+    mkdir -p "$TMP/pglog"
+    pgw=("$PG_BIN/pgbench" -n -h 127.0.0.1 -p "$PG_PORT" -U postgres -M prepared -c 2 -j 2 -T "$WARMUP" -D subj=heavy -f "$TMP/unseen.sql" postgres)
+    [ "$WARMUP" -gt 0 ] && { "${pgw[@]}" >/dev/null 2>&1 || true; }
+    pcmd=("$PG_BIN/pgbench" -n -h 127.0.0.1 -p "$PG_PORT" -U postgres -M prepared -c 2 -j 2 -T "$DUR" -D subj=heavy
+          -f "$TMP/unseen.sql" -l --log-prefix="$TMP/pglog/unseen" postgres)
+    COMMANDS+=("$(quote_cmd "${pcmd[@]}")   (unseen.sql below)")
+    log "pgbench: ${pcmd[*]}"
+    "${pcmd[@]}" >"$TMP/pgbench.txt" 2>&1 || { cat "$TMP/pgbench.txt" >&2; die "pgbench failed"; }
+    PG_TPS=$(awk '/^tps = / {printf "%.0f", $3; exit}' "$TMP/pgbench.txt")
+    PG_FAILED=$(awk '/number of failed transactions:/ {print $5}' "$TMP/pgbench.txt")
+    # Per-transaction log lines: client tx latency_us script epoch epoch_us.
+    read -r PG_N PG_P50 PG_P99 < <(cat "$TMP"/pglog/unseen.* | awk '{print $3}' | sort -n | awk '
+        { v[NR] = $1 }
+        END { if (NR == 0) { print 0, "", ""; exit }
+              i50 = int(0.50 * NR + 0.999999); i99 = int(0.99 * NR + 0.999999)
+              printf "%d %.3f %.3f\n", NR, v[i50] / 1000, v[i99] / 1000 }')
+    [ -n "$PG_TPS" ] && [ "${PG_N:-0}" -gt 0 ] || { cat "$TMP/pgbench.txt" >&2; die "could not parse pgbench's output"; }
+    ROWS+=("PostgreSQL unseen (pgbench, 2 clients)|$PG_TPS|$PG_P50|$PG_P99|${PG_FAILED:-0}")
+    log "PostgreSQL unseen: $PG_TPS tps, p50 ${PG_P50} ms, p99 ${PG_P99} ms over $PG_N transactions"
+fi
+
+# ---- Report --------------------------------------------------------------------------
+
+row_field() { # NAME FIELD(2=rps,3=p50,4=p99,5=errors)
+    local r
+    for r in "${ROWS[@]}"; do
+        [ "${r%%|*}" = "$1" ] && { echo "$r" | cut -d'|' -f"$2"; return; }
+    done
+    echo ""
+}
+div() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 <= 0) print "n/a"; else printf (a / b < 1 ? "%.2f" : "%.1f"), a / b }'; }
+ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "n/a" && a != "" && a + 0 >= b + 0) }'; }
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 <= b + 0) }'; }
+verdict() { if "$@"; then echo "met"; else echo "**missed**"; fi; }
+
+H_UN2="herald unseen (2 conn)"
+
+TARGETS=$TMP/targets.md
+{
+    echo "| target (issue 5) | measured | verdict |"
+    echo "|---|---|---|"
+    echo "| embedded unseen, 10 K-rating member, page of 20: p99 <= 5 ms | p99 $UNSEEN_TOP_P99_MS ms (p50 $UNSEEN_TOP_P50_MS ms, $UNSEEN_TOP_N calls, right after the load); after a reopen p99 $REOPENED_UNSEEN_TOP_P99_MS ms | $(verdict le "$UNSEEN_TOP_P99_MS" 5) |"
+    echo "| embedded rating upserts >= 50 000/s | $UPSERTS_PER_S/s on the loaded store (2 threads, ${UPSERT_SECS} s); $LOAD_UPSERTS_PER_S/s over the whole load | $(verdict ge "$UPSERTS_PER_S" 50000) |"
+    if [ "$SKIP_PG" != 1 ]; then
+        R_EMB=$(div "$UNSEEN_TOP_PER_S" "$PG_TPS")
+        R_EMB_LAT=$(div "$PG_P50" "$UNSEEN_TOP_P50_MS")
+        R_HTTP=$(div "$(row_field "$H_UN2" 2)" "$PG_TPS")
+        R_HTTP_LAT=$(div "$PG_P50" "$(row_field "$H_UN2" 3)")
+        R_REO=$(div "$REOPENED_UNSEEN_TOP_PER_S" "$PG_TPS")
+        R_REO_LAT=$(div "$PG_P50" "$REOPENED_UNSEEN_TOP_P50_MS")
+        echo "| herald >= 10 x PostgreSQL, same unseen query, same data: embedded (2 threads) vs pgbench (2 clients) | ${R_EMB} x throughput ($UNSEEN_TOP_PER_S calls/s vs $PG_TPS tps); ${R_EMB_LAT} x p50 latency ($UNSEEN_TOP_P50_MS vs $PG_P50 ms); after a reopen ${R_REO} x throughput, ${R_REO_LAT} x p50 | $(verdict ge "$R_EMB" 10) |"
+        echo "| the same over the network: herald HTTP (wrk, 2 connections) vs pgbench (2 clients) | ${R_HTTP} x throughput ($(row_field "$H_UN2" 2) req/s vs $PG_TPS tps); ${R_HTTP_LAT} x p50 latency ($(row_field "$H_UN2" 3) vs $PG_P50 ms) | $(verdict ge "$R_HTTP" 10) |"
+    fi
+} >"$TARGETS"
+MISSES=$(grep -c '\*\*missed\*\*' "$TARGETS" || true)
+
+INPROC=$TMP/inproc.md
+{
+    echo "| in-process (build/stories_load, RocksDB) | per second | p50 ms | p90 ms | p99 ms | max ms |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    echo "| story create (load, 2 threads) | $STORIES_PER_S | | | | |"
+    echo "| rating upsert, the whole load (2 threads) | $LOAD_UPSERTS_PER_S | $LOAD_UPSERT_P50_MS | $LOAD_UPSERT_P90_MS | $LOAD_UPSERT_P99_MS | $LOAD_UPSERT_MAX_MS |"
+    echo "| rating upsert, loaded store, ${UPSERT_SECS} s (2 threads) | $UPSERTS_PER_S | $UPSERT_P50_MS | $UPSERT_P90_MS | $UPSERT_P99_MS | $UPSERT_MAX_MS |"
+    echo "| unseen heavy, rank=top, limit 20 ($UNSEEN_TOP_N calls) | $UNSEEN_TOP_PER_S | $UNSEEN_TOP_P50_MS | $UNSEEN_TOP_P90_MS | $UNSEEN_TOP_P99_MS | $UNSEEN_TOP_MAX_MS |"
+    echo "| unseen heavy, rank=hot ($UNSEEN_HOT_N calls) | $UNSEEN_HOT_PER_S | $UNSEEN_HOT_P50_MS | $UNSEEN_HOT_P90_MS | $UNSEEN_HOT_P99_MS | $UNSEEN_HOT_MAX_MS |"
+    echo "| unseen u1 (a typical member), rank=top ($UNSEEN_TYPICAL_N calls) | $UNSEEN_TYPICAL_PER_S | $UNSEEN_TYPICAL_P50_MS | $UNSEEN_TYPICAL_P90_MS | $UNSEEN_TYPICAL_P99_MS | $UNSEEN_TYPICAL_MAX_MS |"
+    echo "| top-rated heavy, limit 20 ($TOP_RATED_N calls) | $TOP_RATED_PER_S | $TOP_RATED_P50_MS | $TOP_RATED_P90_MS | $TOP_RATED_P99_MS | $TOP_RATED_MAX_MS |"
+    echo "| unseen heavy, rank=top, store closed and reopened ($REOPENED_UNSEEN_TOP_N calls) | $REOPENED_UNSEEN_TOP_PER_S | $REOPENED_UNSEEN_TOP_P50_MS | $REOPENED_UNSEEN_TOP_P90_MS | $REOPENED_UNSEEN_TOP_P99_MS | $REOPENED_UNSEEN_TOP_MAX_MS |"
+} >"$INPROC"
+
+NET=$TMP/net.md
+{
+    echo "| over the network | req/s | p50 ms | p99 ms | errors |"
+    echo "|---|---:|---:|---:|---:|"
+    for r in "${ROWS[@]}"; do
+        IFS='|' read -r name rps p50 p99 errs <<<"$r"
+        echo "| $name | $rps | $p50 | $p99 | $errs |"
+    done
+} >"$NET"
+
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+DIRTY=$(git status --porcelain 2>/dev/null | grep -q . && echo " (+ uncommitted changes)" || true)
+if awk -v s="$SCALE" 'BEGIN { exit !(s + 0 == 1) }'; then FULL="the issue's full size"; else FULL="NOT the issue's full size (1.0)"; fi
+TOTAL_S=$(( $(date +%s) - START_TIME ))
+mkdir -p "$RESULTS_DIR"
+{
+    echo "# herald stories and ratings: benchmark (issue 5)"
+    echo
+    echo "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "- commit: $COMMIT$DIRTY"
+    echo "- machine: $(nproc) cores, $MODEL, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r)"
+    echo "- tools: $(wrk --version 2>&1 | head -n1 | awk '{print $1, $2}')${PG_VERSION:+, PostgreSQL $PG_VERSION}"
+    echo "- load average: $LOAD_START before the run, $LOAD_AVG_AFTER_LOAD after the load, $(loadavg) at the end (the machine is shared: other work skews the numbers)"
+    echo "- **scale $SCALE: $FULL**: $STORIES stories, $MEMBERS members, $RATINGS_UPSERTS rating upserts (Zipf s=$ZIPF_S over stories, subjects uniform; $EXPORT_RATINGS distinct (subject, story) ratings remain), member \"heavy\" with $EXPORT_HEAVY_RATINGS ratings ($HEAVY_SEEN_OF_ZIPF_TOP1000 of the 1000 most popular stories seen)"
+    echo "- time: load $LOAD_SECS s of rating upserts + $STORIES_SECS s of stories, export $EXPORT_SECS s, reopen $REOPEN_SECS s; whole run $TOTAL_S s; RocksDB $(du -sh "$STORE_DIR" 2>/dev/null | cut -f1); herald opened the store in $HERALD_OPEN_S s${PG_LOAD_S:+; PostgreSQL loaded in $PG_LOAD_S s (${PG_SIZE:-})}"
+    echo
+    echo "## Targets"
+    echo
+    cat "$TARGETS"
+    echo
+    echo "## In-process (embedded)"
+    echo
+    cat "$INPROC"
+    echo
+    echo "Latency percentiles of upserts are over a sample (one in 16 during the load, every one in the timed run);"
+    echo "\"per second\" for queries is calls/s with 2 threads. Measured right after the load, with the writes"
+    echo "still in RocksDB's memtables, except the last row (store closed and reopened, as a restarted server sees it)."
+    echo
+    echo "Store operations per call (hr_store_ops_total; one batch = one round trip):"
+    echo
+    echo "| call | batches | ops |"
+    echo "|---|---:|---|"
+    echo "| rating upsert (timed run) | ${UPSERT_BATCHES:-} | ${UPSERT_OPS:-} |"
+    echo "| unseen heavy, rank=top, after the load | ${UNSEEN_TOP_BATCHES:-} | ${UNSEEN_TOP_OPS:-} |"
+    echo "| unseen heavy, rank=top, after a reopen | ${REOPENED_UNSEEN_TOP_BATCHES:-} | ${REOPENED_UNSEEN_TOP_OPS:-} |"
+    echo "| unseen heavy, rank=hot | ${UNSEEN_HOT_BATCHES:-} | ${UNSEEN_HOT_OPS:-} |"
+    echo "| unseen u1, rank=top | ${UNSEEN_TYPICAL_BATCHES:-} | ${UNSEEN_TYPICAL_OPS:-} |"
+    echo "| top-rated heavy | ${TOP_RATED_BATCHES:-} | ${TOP_RATED_OPS:-} |"
+    echo
+    echo "## Over the network"
+    echo
+    cat "$NET"
+    echo
+    echo "herald: \`herald serve --threads 2\` on the loaded directory, wrk (--latency, ${DUR} s after ${WARMUP} s of warm-up);"
+    echo "unseen = \`GET $UNSEEN_PATH\`; PUT = bench/ratings_put.lua (subjects uniform over the members, stories"
+    echo "from the dataset's Zipf, scores 1/-1/0 at 60/15/25 %). wrk's errors are non-2xx answers plus socket errors"
+    echo "(mostly its 2 s timeout, which also caps its latencies)."
+    if [ "$SKIP_PG" != 1 ]; then
+        echo "PostgreSQL: pgbench -M prepared, 2 clients, ${DUR} s; p50/p99 from its per-transaction log ($PG_N transactions);"
+        echo "errors = failed transactions."
+    fi
+    if [ "$SKIP_PG" != 1 ]; then
+        echo
+        echo "## PostgreSQL"
+        echo
+        echo "Same data, exported from herald after the load: $PG_CHECK."
+        echo
+        echo '```sql'
+        sed -n '/^BEGIN;/,$p' "$TMP/schema.sql"
+        echo
+        echo "-- pgbench script (-M prepared, -D subj=heavy):"
+        cat "$TMP/unseen.sql"
+        echo '```'
+        echo
+        echo "Server settings: \`$(echo "$PG_OPTS" | tr -s ' ')\`"
+        echo
+        echo "Plan of the query for heavy:"
+        echo
+        echo '```'
+        echo "$PG_PLAN"
+        echo '```'
+    fi
+    echo
+    echo "## Commands"
+    echo
+    echo '```'
+    for c in "${COMMANDS[@]}"; do echo "$c"; done
+    echo '```'
+} >"$RESULTS"
+
+echo
+echo "scale $SCALE ($FULL)"
+cat "$TARGETS"
+echo
+cat "$INPROC"
+echo
+cat "$NET"
+echo
+echo "written to ${RESULTS#"$ROOT"/}  (total $TOTAL_S s)"
+if [ "$MISSES" -gt 0 ]; then
+    echo "stories bench: $MISSES target(s) missed"
+    [ "${BENCH_STRICT:-0}" = 1 ] && exit 1
+fi
+exit 0
