@@ -66,6 +66,9 @@ die() {
     exit 1
 }
 
+# quote_cmd, tail_log, free_port, stop_pid, to_ms, run_wrk
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
 cleanup() {
     local rc=$?
     set +e
@@ -93,9 +96,6 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# A command line as it can be pasted back into a shell.
-quote_cmd() { local out; out=$(printf '%q ' "$@"); echo "${out% }"; }
-
 need() { command -v "$1" >/dev/null 2>&1 || die "$1 is not installed (make deps installs it)"; }
 need wrk
 need nginx
@@ -103,13 +103,6 @@ need redis-server
 need redis-cli
 need redis-benchmark
 [ -x "$HERALD" ] || die "$HERALD does not exist or is not executable (make build/herald)"
-
-free_port() {
-    "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
-
-# Show the last lines of a log when a component failed.
-tail_log() { [ -f "$1" ] && { echo "---- $1 (last lines) ----" >&2; tail -n 30 "$1" >&2; }; return 0; }
 
 wait_http() { # url pid log what
     local url=$1 pid=$2 logf=$3 what=$4
@@ -127,40 +120,6 @@ EOF
 }
 
 # ---- wrk ---------------------------------------------------------------------
-
-to_ms() { # wrk latency like 512.00us, 1.23ms, 1.02s -> milliseconds
-    awk -v v="$1" 'BEGIN {
-        n = v + 0
-        if (v ~ /us$/) n = n / 1000; else if (v ~ /ms$/) n = n; else if (v ~ /m$/) n = n * 60000; else if (v ~ /s$/) n = n * 1000
-        printf "%.3f", n }'
-}
-
-# run_wrk NAME SCRIPT URL: warm up, then measure; appends a row.
-run_wrk() {
-    local name=$1 script=$2 url=$3 out=$TMP/wrk-$1.txt
-    local sarg=()
-    [ -n "$script" ] && sarg=(-s "$script")
-    if [ "$WARMUP" -gt 0 ]; then
-        wrk -t"$WRK_THREADS" -c"$CONNS" -d"${WARMUP}s" "${sarg[@]}" "$url" >/dev/null 2>&1 || true
-    fi
-    local cmd=(wrk -t"$WRK_THREADS" -c"$CONNS" -d"${DUR}s" --latency "${sarg[@]}" "$url")
-    COMMANDS+=("$(quote_cmd "${cmd[@]}")")
-    log "$name: ${cmd[*]}"
-    "${cmd[@]}" >"$out" 2>&1 || { cat "$out" >&2; die "wrk failed for $name"; }
-    local rps p50 p99 non2xx sockerr
-    rps=$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$out")
-    p50=$(awk '/^ +50%/ {print $2}' "$out")
-    p99=$(awk '/^ +99%/ {print $2}' "$out")
-    non2xx=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' "$out")
-    sockerr=$(awk '/Socket errors:/ {gsub(",", ""); print $4+$6+$8+$10}' "$out")
-    [ -n "$rps" ] && [ -n "$p50" ] && [ -n "$p99" ] || { cat "$out" >&2; die "could not parse wrk's output for $name"; }
-    local errs=$(( ${non2xx:-0} + ${sockerr:-0} ))
-    ROWS+=("$name|$rps|$(to_ms "$p50")|$(to_ms "$p99")|$errs")
-    log "$name: $rps req/s, p50 $p50, p99 $p99, errors $errs"
-    if [ "${non2xx:-0}" -gt 0 ]; then
-        log "WARNING: $name: $non2xx non-2xx answers"
-    fi
-}
 
 # ---- herald ------------------------------------------------------------------
 
@@ -197,14 +156,6 @@ EOF
     log "herald ($name) ready at $HERALD_URL (probe PUT: $probe)"
 }
 
-stop_pid() {
-    local pid=$1
-    kill -TERM "$pid" 2>/dev/null || return 0
-    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null || true
-}
-
 # ---- 1. nginx ----------------------------------------------------------------
 
 log "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
@@ -225,16 +176,16 @@ wait_http "http://127.0.0.1:$NGINX_PORT/" "$NGINX_PID" "$NGINX_DIR/nginx-error.l
 # The ceiling in the same request shapes as herald's runs (same wrk Lua scripts,
 # same paths, the PUT with its token body), so the ratios compare like with like;
 # and plain `wrk URL` for reference.
-run_wrk "nginx constant" "" "http://127.0.0.1:$NGINX_PORT/"
-run_wrk "nginx PUT-shaped" bench/counter_put.lua "http://127.0.0.1:$NGINX_PORT"
-run_wrk "nginx GET-shaped" bench/counter_get.lua "http://127.0.0.1:$NGINX_PORT"
+run_wrk "nginx constant" "$CONNS" "" "http://127.0.0.1:$NGINX_PORT/"
+run_wrk "nginx PUT-shaped" "$CONNS" bench/counter_put.lua "http://127.0.0.1:$NGINX_PORT"
+run_wrk "nginx GET-shaped" "$CONNS" bench/counter_get.lua "http://127.0.0.1:$NGINX_PORT"
 stop_pid "$NGINX_PID"
 
 # ---- 2. herald on RocksDB ------------------------------------------------------
 
 start_herald rocksdb "rocksdb:$TMP/rocksdb"
-run_wrk "herald rocksdb PUT" bench/counter_put.lua "$HERALD_URL"
-run_wrk "herald rocksdb GET" bench/counter_get.lua "$HERALD_URL"
+run_wrk "herald rocksdb PUT" "$CONNS" bench/counter_put.lua "$HERALD_URL"
+run_wrk "herald rocksdb GET" "$CONNS" bench/counter_get.lua "$HERALD_URL"
 kill -0 "$HERALD_PID" 2>/dev/null || { tail_log "$TMP/herald-rocksdb.err"; die "herald (rocksdb) died during the run"; }
 stop_pid "$HERALD_PID"
 
@@ -294,8 +245,8 @@ if [ "${BENCH_SKIP_CLUSTER:-0}" != 1 ]; then
         cluster_ok || { tail_log "$TMP/cluster.log"; die "the Redis Cluster on $CLUSTER_PORT is not ok"; }
     fi
     start_herald cluster "redis://127.0.0.1:$CLUSTER_PORT"
-    run_wrk "herald cluster PUT" bench/counter_put.lua "$HERALD_URL"
-    run_wrk "herald cluster GET" bench/counter_get.lua "$HERALD_URL"
+    run_wrk "herald cluster PUT" "$CONNS" bench/counter_put.lua "$HERALD_URL"
+    run_wrk "herald cluster GET" "$CONNS" bench/counter_get.lua "$HERALD_URL"
     kill -0 "$HERALD_PID" 2>/dev/null || { tail_log "$TMP/herald-cluster.err"; die "herald (cluster) died during the run"; }
     stop_pid "$HERALD_PID"
 fi
