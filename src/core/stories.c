@@ -105,6 +105,15 @@ static void id_of_hash(uint64_t h, char out[HR_STORY_ID_LEN + 1]) {
     snprintf(out, HR_STORY_ID_LEN + 1, "%016" PRIx64, h);
 }
 
+/* Canonicalise url into canon (appended) and write into id the id a story
+ * created at that URL has: the hash of the canonical form. */
+static int canonical_id(hr_slice url, hr_buf *canon, char id[HR_STORY_ID_LEN + 1], hr_err *err) {
+    int rc = hr_url_canonical(url, canon, err);
+    if (rc != HR_OK) return rc;
+    id_of_hash(hr_url_hash(hr_buf_slice(canon)), id);
+    return HR_OK;
+}
+
 static bool id_valid(hr_slice id) {
     if (id.len != HR_STORY_ID_LEN) return false;
     for (size_t i = 0; i < id.len; i++) {
@@ -302,10 +311,9 @@ static int lookup_value(const hr_result *r, hr_slice *id, hr_err *err) {
 int hr_stories_find(hr_stories *s, hr_slice url, bool with_content, hr_arena *a, hr_story *out, hr_err *err) {
     memset(out, 0, sizeof *out);
     hr_buf canon = HR_BUF_INIT, k = HR_BUF_INIT;
-    int rc = hr_url_canonical(url, &canon, err);
-    if (rc != HR_OK) return rc;
     char hid[HR_STORY_ID_LEN + 1];
-    id_of_hash(hr_url_hash(hr_buf_slice(&canon)), hid);
+    int rc = canonical_id(url, &canon, hid, err);
+    if (rc != HR_OK) return rc;
     hr_slice hs = hr_slice_of(hid, HR_STORY_ID_LEN);
 
     /* Most lookups are of a story's first URL: read that story speculatively
@@ -410,11 +418,10 @@ int hr_stories_create(hr_stories *s, hr_slice url, hr_slice content, int64_t tim
     if (time_ms < 0 || time_ms > HR_TIME_MAX_MS)
         return hr_err_set(err, HR_EINVAL, "time must be 0..%lld ms since the epoch", HR_TIME_MAX_MS);
     hr_buf canon = HR_BUF_INIT;
-    int rc = hr_url_canonical(url, &canon, err);
+    char idbuf[HR_STORY_ID_LEN + 1];
+    int rc = canonical_id(url, &canon, idbuf, err);
     if (rc != HR_OK) return rc;
     hr_slice cs = hr_buf_slice(&canon);
-    char idbuf[HR_STORY_ID_LEN + 1];
-    id_of_hash(hr_url_hash(cs), idbuf);
     hr_slice id = hr_slice_of(idbuf, HR_STORY_ID_LEN);
 
     hr_buf k = HR_BUF_INIT, v = HR_BUF_INIT;
@@ -500,11 +507,10 @@ int hr_stories_add_url(hr_stories *s, hr_slice id, hr_slice url, bool preferred,
     *added = false;
     if (!id_valid(id)) return not_found(err, id);
     hr_buf canon = HR_BUF_INIT;
-    int rc = hr_url_canonical(url, &canon, err);
+    char hid[HR_STORY_ID_LEN + 1];
+    int rc = canonical_id(url, &canon, hid, err);
     if (rc != HR_OK) return rc;
     hr_slice cs = hr_buf_slice(&canon);
-    char hid[HR_STORY_ID_LEN + 1];
-    id_of_hash(hr_url_hash(cs), hid);
     hr_slice hs = hr_slice_of(hid, HR_STORY_ID_LEN);
 
     hr_buf k = HR_BUF_INIT, v = HR_BUF_INIT;
