@@ -12,8 +12,10 @@
  *                     limit, then HyperLogLog sketches in time
  *                     buckets
  *   key expiry        any key                                      hr_expire
- *   packed u64 sets   declared for the social-reading work         (not yet)
- *   durable queue     declared for the fan-out work                (not yet)
+ *   packed u64 sets   many-member tests of a user's reads         hr_pset_add ... hr_pset_test
+ *   time lists        feeds and timelines: blind (time, member)    hr_tladd ... hr_tltrim
+ *                     adds, newest-first ranges
+ *   durable queues    fan-out jobs with leases and acks            hr_qpush ... hr_qinfo
  *
  * THE BATCH IS THE ONLY WAY IN. A caller builds an hr_batch of operations
  * (each builder returns the op's index), runs it with hr_store_exec, then
@@ -69,6 +71,7 @@
 
 typedef struct hr_store hr_store;
 typedef struct hr_batch hr_batch;
+typedef struct hr_job hr_job; /* a queue job, see "Durable work queues" */
 
 /* ------------------------------------------------------------------------ */
 /* Opening and closing                                                       */
@@ -127,7 +130,8 @@ typedef enum {
     X(ZREMRANGE_SCORE, "zremrange_score") X(ZTRIM, "ztrim") X(DADD, "dadd")         \
     X(DCOUNT, "dcount") X(PSET_ADD, "pset_add") X(PSET_REM, "pset_rem")             \
     X(PSET_TEST, "pset_test") X(PSET_CARD, "pset_card")                             \
-    X(QPUSH, "qpush") X(QCLAIM, "qclaim") X(QACK, "qack")
+    X(TLADD, "tladd") X(TLREM, "tlrem") X(TLRANGE, "tlrange") X(TLTRIM, "tltrim")   \
+    X(QPUSH, "qpush") X(QCLAIM, "qclaim") X(QACK, "qack") X(QINFO, "qinfo")
 #define HR_OP_ENUM_(name, label) HR_OP_##name,
     HR_OP_TYPES(HR_OP_ENUM_)
 #undef HR_OP_ENUM_
@@ -178,11 +182,15 @@ typedef struct hr_result {
     int64_t num;
     /* hr_zscore, hr_zincr: the member's score. */
     double score;
-    /* hr_zrange: the entries in the order asked for. */
+    /* hr_zrange, hr_tlrange: the entries in the order asked for. */
     hr_zentry *entries;
     size_t n_entries;
-    /* hr_zrange: true when more entries lie past the last one returned. */
+    /* hr_zrange, hr_tlrange: true when more entries lie past the last one
+     * returned. */
     bool more;
+    /* hr_qclaim: the jobs claimed. */
+    hr_job *jobs;
+    size_t n_jobs;
 } hr_result;
 
 /* The result of op i (an index returned by a builder below). */
@@ -307,17 +315,86 @@ size_t hr_pset_test(hr_batch *b, hr_slice key, const uint64_t *members, size_t n
 /* Members in the set now (0 if the key is missing). */
 size_t hr_pset_card(hr_batch *b, hr_slice key);
 
-/* Designed now, implemented with the work that needs them -------------- */
-/* Until a backend implements these, hr_store_exec refuses a batch that holds
- * one with HR_ENOTSUP before running anything. */
+/* Time lists -------------------------------------------------------------- */
+/* A time list holds (time_ms, member) entries read newest first: the feeds,
+ * timelines and secondary indexes of activities. Unlike a sorted set it keeps
+ * no member->score index, so an add is one blind, idempotent write (adding
+ * the same (time, member) twice leaves one entry) and costs RocksDB one
+ * memtable insert: fan-out writes millions of these a second. The price: a
+ * member is found only with its time (hr_tlrem takes both), and there is no
+ * exact size.
+ *
+ * Each entry may carry an expiry (0: never); reads skip expired entries.
+ * Time lists live in their own key space: a time list and a value or sorted
+ * set may share a key name, and hr_del / hr_expire do not apply to them (a
+ * list is emptied by hr_tltrim). Members are 1..HR_TL_MEMBER_MAX bytes. */
 
-/* A durable work queue (fan-out, issue 3): RocksDB a column family, Redis a
- * stream with a consumer group. qpush: value is the job id. qclaim: up to
- * `max` jobs not acknowledged and not leased in the last lease_ms, as entries
- * (member = job id, value in the entry's member after the id is not used:
- * jobs come back as id/payload pairs, entries[2k] and entries[2k+1]). */
+#define HR_TL_MEMBER_MAX 128u
+
+size_t hr_tladd(hr_batch *b, hr_slice key, int64_t time_ms, hr_slice member, int64_t expire_at_ms);
+/* Remove the entry (time_ms, member); num 1 if it was there (RocksDB answers
+ * 1 without looking: the delete is blind too). */
+size_t hr_tlrem(hr_batch *b, hr_slice key, int64_t time_ms, hr_slice member);
+
+/* A newest-first range read. Entries come back as hr_zentry with score = the
+ * time (exact: times are integers below 2^53). */
+typedef struct hr_tlrange_spec {
+    int64_t before_ms;        /* only entries with time < before_ms; INT64_MAX: no bound */
+    int64_t after_ms;         /* only entries with time > after_ms; INT64_MIN: no bound */
+    bool has_cursor;          /* start strictly after (cursor_time, cursor_member) in */
+    int64_t cursor_time;      /* newest-first order: (time desc, member desc) */
+    hr_slice cursor_member;
+    size_t offset;            /* entries to skip first */
+    size_t limit;             /* 1..HR_ZRANGE_LIMIT_MAX */
+    int64_t now_ms;           /* entries with 0 < expire_at_ms <= now_ms are skipped */
+} hr_tlrange_spec;
+
+/* A spec for the whole list newest first, with a limit, as of now_ms. */
+hr_tlrange_spec hr_tlrange_all(size_t limit, int64_t now_ms);
+
+size_t hr_tlrange(hr_batch *b, hr_slice key, const hr_tlrange_spec *spec);
+/* Keep only the `keep` newest entries and drop every entry older than
+ * older_than_ms (time < older_than_ms; INT64_MIN: none) or expired as of
+ * now; num is how many were removed. keep may be 0 (empties the list).
+ * Costs a scan of the list: callers trim now and then, not on every add. */
+size_t hr_tltrim(hr_batch *b, hr_slice key, size_t keep, int64_t older_than_ms);
+
+/* Durable work queues ---------------------------------------------------- */
+/* A queue of jobs (fan-out work). A pushed job stays until acknowledged. A
+ * claim leases up to `max` jobs, oldest first, to a consumer for lease_ms;
+ * a job whose lease runs out without an ack is handed out again by a later
+ * claim (to any consumer), so a worker that crashes loses no job, and a job
+ * may run more than once: job handlers must be idempotent. A job's id is
+ * opaque (at most HR_QJOB_ID_MAX bytes) and sorts by push time.
+ *
+ * RocksDB: jobs are keys of their own; leases live in the process's memory
+ * (one process owns the database, so a restart frees every lease at once).
+ * Redis: a stream with a consumer group (XADD, XREADGROUP, XAUTOCLAIM,
+ * XACK + XDEL); a lease is the pending entry's idle time. A queue key is one
+ * Redis key, so a queue lives in one slot. */
+
+#define HR_QJOB_ID_MAX 64u
+#define HR_QCLAIM_MAX 1000u   /* jobs one claim returns at most */
+
+struct hr_job {
+    hr_slice id;
+    hr_slice payload;
+    int64_t pushed_ms;        /* when it was pushed (wall clock) */
+    uint32_t deliveries;      /* 1 on its first claim, more on re-delivery */
+};
+
+/* Push a job; the result's value is its id. Payloads are 1..HR_VALUE_MAX
+ * bytes. */
 size_t hr_qpush(hr_batch *b, hr_slice queue, hr_slice payload);
+/* Claim up to max (1..HR_QCLAIM_MAX) jobs for consumer (an identifier of the
+ * worker, 1..128 bytes) with a lease of lease_ms (>= 1); the result's jobs /
+ * n_jobs hold them, oldest first. None available: n_jobs 0. */
 size_t hr_qclaim(hr_batch *b, hr_slice queue, hr_slice consumer, size_t max, int64_t lease_ms);
+/* Acknowledge (remove) a job; num 1 if it was still in the queue. */
 size_t hr_qack(hr_batch *b, hr_slice queue, hr_slice job_id);
+/* The queue's depth: num = jobs pushed and not yet acknowledged; score = the
+ * push time (ms) of the oldest of them, 0 when there is none (lag = now -
+ * score). */
+size_t hr_qinfo(hr_batch *b, hr_slice queue);
 
 #endif
