@@ -21,6 +21,9 @@
 #include "core/members.h"
 #include "core/ratings.h"
 #include "core/stories.h"
+#include "core/fanout.h"
+#include "core/feeds.h"
+#include "core/graph.h"
 #include "http/http.h"
 #include "store/store.h"
 
@@ -146,6 +149,9 @@ static int serve(int argc, char **argv) {
     hr_stories *stories = NULL;
     hr_ratings *ratings = NULL;
     hr_members *members = NULL;
+    hr_graph *graph = NULL;
+    hr_feeds *feeds = NULL;
+    hr_fanout *fanout = NULL;
     hr_http_server *server = NULL;
     if (status != 0) goto done;
 
@@ -210,8 +216,24 @@ static int serve(int argc, char **argv) {
     stories = hr_stories_new(store, &story_opts);
     ratings = hr_ratings_new(store, stories);
     members = hr_members_new(store, "");
+    if (cfg.timeline_max < 1 || cfg.timeline_max > HR_ZRANGE_LIMIT_MAX || cfg.timeline_ttl < 1 ||
+        cfg.fanout_batch < 1 || cfg.fanout_batch > HR_ZRANGE_LIMIT_MAX || cfg.fanout_lease < 1 ||
+        cfg.fanout_workers > 64 || cfg.fanout_threshold > INT64_MAX) {
+        fprintf(stderr, "herald: timeline_max and fanout_batch must be 1..%u, timeline_ttl and fanout_lease at "
+                        "least 1ms, fanout_workers at most 64\n", HR_ZRANGE_LIMIT_MAX);
+        status = EXIT_USAGE;
+        goto done;
+    }
+    graph = hr_graph_new(store, "");
+    hr_feeds_options feed_opts = {.ns = "", .fanout_threshold = (int64_t)cfg.fanout_threshold,
+                                  .timeline_ttl_ms = cfg.timeline_ttl, .timeline_max = (size_t)cfg.timeline_max};
+    feeds = hr_feeds_new(store, graph, &feed_opts);
+    hr_fanout_options fanout_opts = {.workers = (unsigned)cfg.fanout_workers, .lease_ms = cfg.fanout_lease,
+                                     .batch = (size_t)cfg.fanout_batch, .throttle_ms = cfg.fanout_throttle,
+                                     .poll_ms = 100};
+    fanout = hr_fanout_start(feeds, &fanout_opts);
     hr_app app = {.store = store, .counters = counters, .config = &cfg, .stories = stories,
-                  .ratings = ratings, .members = members};
+                  .ratings = ratings, .members = members, .graph = graph, .feeds = feeds};
 
     hr_http_config hcfg = {0};
     hcfg.host = host;
@@ -243,6 +265,9 @@ static int serve(int argc, char **argv) {
 
 done:
     hr_http_stop(server);
+    hr_fanout_stop(fanout);
+    hr_feeds_free(feeds);
+    hr_graph_free(graph);
     hr_members_free(members);
     hr_ratings_free(ratings);
     hr_stories_free(stories);

@@ -11,6 +11,9 @@
 
 #include "core/config.h"
 #include "core/counters.h"
+#include "core/fanout.h"
+#include "core/feeds.h"
+#include "core/graph.h"
 #include "core/members.h"
 #include "core/ratings.h"
 #include "core/stories.h"
@@ -26,6 +29,8 @@ typedef struct hr_app {
     hr_stories *stories;
     hr_ratings *ratings;
     hr_members *members;
+    hr_graph *graph;
+    hr_feeds *feeds;
 } hr_app;
 
 /* The paging arguments of a list (stories.c): since (ms), limit (1..1000,
@@ -56,6 +61,23 @@ void hr_api_ratings_by_object(hr_request *req);
 void hr_api_ratings_all(hr_request *req);
 void hr_api_member_top_rated(hr_request *req);
 void hr_api_member_unseen(hr_request *req);
+void hr_api_follow(hr_request *req);
+void hr_api_unfollow(hr_request *req);
+void hr_api_follows_list(hr_request *req);
+void hr_api_followers_list(hr_request *req);
+void hr_api_friends_list(hr_request *req);
+void hr_api_group_join(hr_request *req);
+void hr_api_group_leave(hr_request *req);
+void hr_api_group_members_list(hr_request *req);
+void hr_api_user_groups_list(hr_request *req);
+void hr_api_activity_create(hr_request *req);
+void hr_api_activity_get(hr_request *req);
+void hr_api_activity_update(hr_request *req);
+void hr_api_activity_delete(hr_request *req);
+void hr_api_activities_query(hr_request *req);
+void hr_api_user_feed(hr_request *req);
+void hr_api_user_timeline(hr_request *req);
+void hr_api_group_feed(hr_request *req);
 void hr_api_healthz(hr_request *req);
 void hr_api_metrics(hr_request *req);
 

@@ -78,3 +78,25 @@ int hr_json_ident_array(const json_t *obj, const char *name, size_t max, hr_aren
     *n = len;
     return HR_OK;
 }
+
+int hr_json_string_field(const json_t *obj, const char *name, bool required, hr_slice *out, hr_err *err) {
+    json_t *v = json_object_get(obj, name);
+    if (v == NULL || json_is_null(v)) {
+        if (required) return hr_err_set(err, HR_EINVAL, "%s is required", name);
+        return HR_OK;
+    }
+    if (!json_is_string(v)) return hr_err_set(err, HR_EINVAL, "%s must be a string", name);
+    *out = hr_slice_of(json_string_value(v), json_string_length(v));
+    return HR_OK;
+}
+
+int hr_json_ident_field(const json_t *obj, const char *name, bool required, hr_slice *out, hr_err *err) {
+    hr_slice v = {0};
+    int rc = hr_json_string_field(obj, name, required, &v, err);
+    if (rc != HR_OK || v.ptr == NULL) return rc;
+    if (!hr_ident_valid(v))
+        return hr_err_set(err, HR_EINVAL, "%s must be an identifier (1..%d bytes of [A-Za-z0-9._:@~-])", name,
+                          HR_IDENT_MAX);
+    *out = v;
+    return HR_OK;
+}

@@ -28,6 +28,13 @@ int hr_json_only_fields(const json_t *obj, const char *const *allowed, hr_err *e
 int hr_json_int_field(const json_t *obj, const char *name, bool required, int64_t min, int64_t max,
                       int64_t *out, bool *present, hr_err *err);
 
+/* A string field; missing or null is an error if required, else *out is
+ * left untouched. *out points into obj. */
+int hr_json_string_field(const json_t *obj, const char *name, bool required, hr_slice *out, hr_err *err);
+
+/* An identifier field (common/ident.h), as hr_json_string_field. */
+int hr_json_ident_field(const json_t *obj, const char *name, bool required, hr_slice *out, hr_err *err);
+
 /* An array field of 1..max identifiers. *items (allocated in arena) holds
  * *n slices pointing into obj, valid while obj is. */
 int hr_json_ident_array(const json_t *obj, const char *name, size_t max, hr_arena *arena,

@@ -2,6 +2,7 @@
  * Prometheus text format (HTTP metrics from the transport, store operation
  * totals from the store dispatcher). */
 #include "api/api.h"
+#include "common/clock.h"
 #include "common/buf.h"
 
 void hr_api_healthz(hr_request *req) {
@@ -10,6 +11,31 @@ void hr_api_healthz(hr_request *req) {
     int rc = hr_store_ping(app->store, &err);
     if (rc != HR_OK) return hr_reply_error(req, HR_EUNAVAIL, &err);
     hr_reply_json(req, 200, json_pack("{s:s,s:s}", "status", "ok", "store", hr_store_kind(app->store)));
+}
+
+/* The fan-out queue: depth and lag (age of the oldest job) read from the
+ * store, so they cover every herald process sharing it; entries and jobs
+ * are this process's. */
+static void fanout_metrics(hr_app *app, hr_buf *out) {
+    int64_t depth = 0, oldest = 0;
+    hr_err err = {0};
+    bool known = hr_fanout_queue_info(app->feeds, &depth, &oldest, &err) == HR_OK;
+    int64_t lag = known && depth > 0 && oldest > 0 ? hr_now_ms() - oldest : 0;
+    hr_buf_printf(out,
+                  "# HELP herald_fanout_queue_depth Fan-out jobs waiting or running (all processes).\n"
+                  "# TYPE herald_fanout_queue_depth gauge\n"
+                  "herald_fanout_queue_depth %lld\n"
+                  "# HELP herald_fanout_lag_seconds Age of the oldest fan-out job not yet done.\n"
+                  "# TYPE herald_fanout_lag_seconds gauge\n"
+                  "herald_fanout_lag_seconds %.3f\n"
+                  "# HELP herald_fanout_entries_total Timeline entries written by fan-out in this process.\n"
+                  "# TYPE herald_fanout_entries_total counter\n"
+                  "herald_fanout_entries_total %llu\n"
+                  "# HELP herald_fanout_jobs_total Fan-out jobs completed by this process.\n"
+                  "# TYPE herald_fanout_jobs_total counter\n"
+                  "herald_fanout_jobs_total %llu\n",
+                  known ? (long long)depth : -1LL, (double)(lag > 0 ? lag : 0) / 1000.0,
+                  (unsigned long long)hr_fanout_entries_total(), (unsigned long long)hr_fanout_jobs_total());
 }
 
 void hr_api_metrics(hr_request *req) {
@@ -29,6 +55,7 @@ void hr_api_metrics(hr_request *req) {
                   "herald_store_batch_errors_total %llu\n",
                   (unsigned long long)hr_store_batches_total(),
                   (unsigned long long)hr_store_batch_errors_total());
+    fanout_metrics(hr_req_app(req), &out);
     hr_reply_text(req, 200, hr_buf_slice(&out));
     hr_buf_free(&out);
 }

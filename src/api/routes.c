@@ -10,6 +10,10 @@
  * can grow up to 6x by escaping ("\u0001"); 2 MiB holds the default's worst
  * case. Content over story_content_max is refused by the handler (413). */
 #define STORY_BODY_MAX (2u << 20)
+/* An activity is small fields plus data (activity_data_max, 64 KiB by
+ * default; the handler checks that): 1 MiB leaves room for any setting
+ * below it, escaped. */
+#define ACTIVITY_BODY_MAX (1u << 20)
 /* Ratings, members and URLs are small JSON objects. */
 #define SMALL_BODY_MAX 16384
 
@@ -38,6 +42,27 @@ static const hr_route routes[] = {
     {"GET", "/api/v1/ratings", hr_api_ratings_all, HR_ACCESS_ANY, NULL, 0},
     {"GET", "/api/v1/members/{subject}/top-rated", hr_api_member_top_rated, HR_ACCESS_ANY, NULL, 0},
     {"GET", "/api/v1/members/{subject}/unseen", hr_api_member_unseen, HR_ACCESS_ANY, NULL, 0},
+
+    /* Social graph */
+    {"PUT", "/api/v1/users/{uid}/follows/{target}", hr_api_follow, HR_ACCESS_SELF, "uid", 0},
+    {"DELETE", "/api/v1/users/{uid}/follows/{target}", hr_api_unfollow, HR_ACCESS_SELF, "uid", 0},
+    {"GET", "/api/v1/users/{uid}/follows", hr_api_follows_list, HR_ACCESS_ANY, NULL, 0},
+    {"GET", "/api/v1/users/{uid}/followers", hr_api_followers_list, HR_ACCESS_ANY, NULL, 0},
+    {"GET", "/api/v1/users/{uid}/friends", hr_api_friends_list, HR_ACCESS_ANY, NULL, 0},
+    {"PUT", "/api/v1/groups/{gid}/members/{uid}", hr_api_group_join, HR_ACCESS_SELF, "uid", 0},
+    {"DELETE", "/api/v1/groups/{gid}/members/{uid}", hr_api_group_leave, HR_ACCESS_SELF, "uid", 0},
+    {"GET", "/api/v1/groups/{gid}/members", hr_api_group_members_list, HR_ACCESS_ANY, NULL, 0},
+    {"GET", "/api/v1/users/{uid}/groups", hr_api_user_groups_list, HR_ACCESS_ANY, NULL, 0},
+
+    /* Activities and feeds */
+    {"POST", "/api/v1/activities", hr_api_activity_create, HR_ACCESS_ANY, NULL, ACTIVITY_BODY_MAX},
+    {"GET", "/api/v1/activities", hr_api_activities_query, HR_ACCESS_ANY, NULL, 0},
+    {"GET", "/api/v1/activities/{id}", hr_api_activity_get, HR_ACCESS_ANY, NULL, 0},
+    {"PUT", "/api/v1/activities/{id}", hr_api_activity_update, HR_ACCESS_ANY, NULL, ACTIVITY_BODY_MAX},
+    {"DELETE", "/api/v1/activities/{id}", hr_api_activity_delete, HR_ACCESS_ANY, NULL, 0},
+    {"GET", "/api/v1/users/{uid}/feed", hr_api_user_feed, HR_ACCESS_ANY, NULL, 0},
+    {"GET", "/api/v1/users/{uid}/timeline", hr_api_user_timeline, HR_ACCESS_SELF, "uid", 0},
+    {"GET", "/api/v1/groups/{gid}/feed", hr_api_group_feed, HR_ACCESS_ANY, NULL, 0},
 
     /* Operations */
     {"GET", "/healthz", hr_api_healthz, HR_ACCESS_PUBLIC, NULL, 0},

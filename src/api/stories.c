@@ -94,18 +94,6 @@ static void reply_page(hr_request *req, const hr_story_page *page, bool with_hot
     hr_reply_json(req, 200, body);
 }
 
-/* A string field: required or not; *out points into obj. */
-static int string_field(const json_t *obj, const char *name, bool required, hr_slice *out, hr_err *err) {
-    json_t *v = json_object_get(obj, name);
-    if (v == NULL || json_is_null(v)) {
-        if (required) return hr_err_set(err, HR_EINVAL, "%s is required", name);
-        return HR_OK;
-    }
-    if (!json_is_string(v)) return hr_err_set(err, HR_EINVAL, "%s must be a string", name);
-    *out = hr_slice_of(json_string_value(v), json_string_length(v));
-    return HR_OK;
-}
-
 /* ---- Handlers ---- */
 
 void hr_api_story_create(hr_request *req) {
@@ -117,8 +105,8 @@ void hr_api_story_create(hr_request *req) {
     static const char *const fields[] = {"url", "content", "time", NULL};
     int rc = hr_json_parse_object(hr_req_body(req), &body, &err);
     if (rc == HR_OK) rc = hr_json_only_fields(body, fields, &err);
-    if (rc == HR_OK) rc = string_field(body, "url", true, &url, &err);
-    if (rc == HR_OK) rc = string_field(body, "content", false, &content, &err);
+    if (rc == HR_OK) rc = hr_json_string_field(body, "url", true, &url, &err);
+    if (rc == HR_OK) rc = hr_json_string_field(body, "content", false, &content, &err);
     if (rc == HR_OK) rc = hr_json_int_field(body, "time", false, 0, HR_TIME_MAX_MS, &time_ms, NULL, &err);
     hr_story st;
     bool duplicate = false;
@@ -140,7 +128,7 @@ void hr_api_story_add_url(hr_request *req) {
     static const char *const fields[] = {"url", "preferred", NULL};
     int rc = hr_json_parse_object(hr_req_body(req), &body, &err);
     if (rc == HR_OK) rc = hr_json_only_fields(body, fields, &err);
-    if (rc == HR_OK) rc = string_field(body, "url", true, &url, &err);
+    if (rc == HR_OK) rc = hr_json_string_field(body, "url", true, &url, &err);
     if (rc == HR_OK) {
         json_t *p = json_object_get(body, "preferred");
         if (p && !json_is_null(p) && !json_is_boolean(p))

@@ -32,7 +32,15 @@
     X(log_level, STR, "info", "debug, info, warn or error")                               \
     X(counter_ttl, DURATION, "30d", "a counter connection expires this long after its last PUT") \
     X(counter_exact_limit, UINT, "10000", "distinct tokens counted exactly per object before the sketch") \
-    X(story_content_max, SIZE, "256k", "largest story content accepted (bytes, before compression)")
+    X(story_content_max, SIZE, "256k", "largest story content accepted (bytes, before compression)") \
+    X(fanout_threshold, UINT, "10000", "actors and groups with more followers/members are merged at read time, not fanned out") \
+    X(timeline_ttl, DURATION, "60d", "timeline entries expire this long after the activity's time") \
+    X(timeline_max, UINT, "1000", "entries a home timeline keeps at most") \
+    X(fanout_workers, UINT, "2", "background threads that fan activities out to timelines") \
+    X(fanout_lease, DURATION, "30s", "a fan-out job not finished this long after it was claimed is run again") \
+    X(fanout_batch, UINT, "1000", "timeline entries a fan-out worker writes per store batch") \
+    X(fanout_throttle, DURATION, "0", "pause between two batches of one fan-out job, to cap its share of the store") \
+    X(activity_data_max, SIZE, "64k", "largest activity data accepted (bytes of JSON)")
 
 typedef enum { HR_SET_STR, HR_SET_UINT, HR_SET_BOOL, HR_SET_DURATION, HR_SET_SIZE } hr_setting_type;
 

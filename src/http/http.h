@@ -22,9 +22,8 @@
 
 #include "common/arena.h"
 #include "common/err.h"
+#include "common/ident.h"
 #include "common/slice.h"
-
-#define HR_IDENT_MAX 128 /* identifiers: 1..128 bytes of [A-Za-z0-9._:@~-] */
 
 typedef struct hr_request hr_request;
 typedef struct hr_http_server hr_http_server;
@@ -87,8 +86,6 @@ uint16_t hr_http_port(const hr_http_server *s);
 /* Stop accepting, finish requests in flight, free the server. NULL is a no-op. */
 void hr_http_stop(hr_http_server *s);
 
-/* The identifier rule of API.md: 1..128 bytes of [A-Za-z0-9._:@~-]. */
-bool hr_ident_valid(hr_slice s);
 
 /* ---- Reading a request (all pointers valid until the handler returns) ---- */
 

@@ -1,0 +1,221 @@
+/* activities.c — activities and feeds (API.md "Activities and feeds").
+ *
+ *   POST   /api/v1/activities            201 the activity (200 + "duplicate": true
+ *                                        for a foreign_id the actor used before)
+ *   GET    /api/v1/activities/{id}       the activity
+ *   PUT    /api/v1/activities/{id}       {"data": ..., "object": ...} -> the new version
+ *   DELETE /api/v1/activities/{id}       200 {"deleted": true}
+ *   GET    /api/v1/users/{uid}/feed      the user's own activities
+ *   GET    /api/v1/users/{uid}/timeline  the home timeline (only uid or the admin)
+ *   GET    /api/v1/groups/{gid}/feed     the group's activities
+ *   GET    /api/v1/activities?actor=&verb=&object=&target=   secondary index
+ *
+ * A user token acts only as its user: it creates activities with itself as
+ * actor, and updates or deletes only its own. Feed reads take limit, offset,
+ * cursor, before and after. */
+#include <limits.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "api/json.h"
+#include "common/clock.h"
+#include "common/log.h"
+
+/* ---- Rendering ---- */
+
+static json_t *activity_json(const hr_activity *x) {
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(x->id));
+    json_object_set_new(o, "actor", json_stringn(x->actor.ptr, x->actor.len));
+    json_object_set_new(o, "verb", json_stringn(x->verb.ptr, x->verb.len));
+    if (x->object.len) json_object_set_new(o, "object", json_stringn(x->object.ptr, x->object.len));
+    if (x->target.len) json_object_set_new(o, "target", json_stringn(x->target.ptr, x->target.len));
+    json_object_set_new(o, "time", json_integer(x->time_ms));
+    if (x->foreign_id.len) json_object_set_new(o, "foreign_id", json_stringn(x->foreign_id.ptr, x->foreign_id.len));
+    if (x->data.len) {
+        /* Stored as the JSON text the create or update was given. */
+        json_t *d = json_loadb(x->data.ptr, x->data.len, JSON_DECODE_ANY, NULL);
+        if (d == NULL) hr_warn("activity %s: stored data is not JSON", x->id);
+        json_object_set_new(o, "data", d ? d : json_null());
+    }
+    return o;
+}
+
+static void reply_page(hr_request *req, const hr_feed_page *page) {
+    json_t *items = json_array();
+    for (size_t i = 0; i < page->n; i++) json_array_append_new(items, activity_json(&page->items[i]));
+    json_t *body = json_object();
+    json_object_set_new(body, "activities", items);
+    if (page->next_cursor) json_object_set_new(body, "next_cursor", json_string(page->next_cursor));
+    hr_reply_json(req, 200, body);
+}
+
+/* ---- Input ---- */
+
+/* The data member as compact JSON text in the request's arena; absent or
+ * null: empty. */
+static int data_field(hr_request *req, const json_t *body, hr_slice *out, hr_err *err) {
+    hr_app *app = hr_req_app(req);
+    *out = hr_slice_of(NULL, 0);
+    json_t *d = json_object_get(body, "data");
+    if (d == NULL || json_is_null(d)) return HR_OK;
+    char *text = json_dumps(d, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (text == NULL) return hr_err_set(err, HR_EINVAL, "data cannot be encoded");
+    size_t n = strlen(text);
+    int rc = HR_OK;
+    if (n > app->config->activity_data_max)
+        rc = hr_err_set(err, HR_ETOOBIG, "data is %zu bytes of JSON; at most %llu (activity_data_max)", n,
+                        (unsigned long long)app->config->activity_data_max);
+    else
+        *out = hr_arena_copy(hr_req_arena(req), hr_slice_of(text, n));
+    free(text);
+    return rc;
+}
+
+/* A user token may act only as its own user. */
+static int check_actor(hr_request *req, hr_slice actor, hr_err *err) {
+    const hr_principal *p = hr_req_principal(req);
+    if (p->admin || hr_slice_eq(actor, hr_slice_str(p->user))) return HR_OK;
+    return hr_err_set(err, HR_EFORBIDDEN, "this token acts only as user '%s'", p->user);
+}
+
+static int query_time(hr_request *req, const char *name, int64_t *out, hr_err *err) {
+    const char *v = hr_req_query(req, name);
+    if (v == NULL) return HR_OK;
+    uint64_t u;
+    if (hr_parse_uint(v, &u) != HR_OK || u > (uint64_t)HR_ACTIVITY_TIME_MAX)
+        return hr_err_set(err, HR_EINVAL, "%s must be a time in ms (0..%lld)", name, (long long)HR_ACTIVITY_TIME_MAX);
+    *out = (int64_t)u;
+    return HR_OK;
+}
+
+static int feed_query(hr_request *req, hr_feed_req *out, hr_err *err) {
+    memset(out, 0, sizeof *out);
+    out->limit = 20;
+    out->before_ms = INT64_MAX;
+    out->after_ms = INT64_MIN;
+    const char *v = hr_req_query(req, "limit");
+    uint64_t u;
+    if (v && (hr_parse_uint(v, &u) != HR_OK || u < 1 || u > HR_FEED_PAGE_MAX))
+        return hr_err_set(err, HR_EINVAL, "limit must be 1..%d", HR_FEED_PAGE_MAX);
+    if (v) out->limit = (size_t)u;
+    v = hr_req_query(req, "offset");
+    if (v && (hr_parse_uint(v, &u) != HR_OK || u > HR_FEED_OFFSET_MAX))
+        return hr_err_set(err, HR_EINVAL, "offset must be 0..%d", HR_FEED_OFFSET_MAX);
+    if (v) out->offset = (size_t)u;
+    int rc = query_time(req, "before", &out->before_ms, err);
+    if (rc == HR_OK) rc = query_time(req, "after", &out->after_ms, err);
+    out->cursor = hr_req_query(req, "cursor");
+    return rc;
+}
+
+/* ---- Handlers ---- */
+
+void hr_api_activity_create(hr_request *req) {
+    hr_app *app = hr_req_app(req);
+    hr_err err = {0};
+    json_t *body = NULL;
+    hr_activity in = {0};
+    int64_t time_ms = 0;
+    static const char *const fields[] = {"actor", "verb", "object", "target", "time", "foreign_id", "data", NULL};
+    int rc = hr_json_parse_object(hr_req_body(req), &body, &err);
+    if (rc == HR_OK) rc = hr_json_only_fields(body, fields, &err);
+    if (rc == HR_OK) rc = hr_json_ident_field(body, "actor", true, &in.actor, &err);
+    if (rc == HR_OK) rc = hr_json_ident_field(body, "verb", true, &in.verb, &err);
+    if (rc == HR_OK) rc = hr_json_ident_field(body, "object", false, &in.object, &err);
+    if (rc == HR_OK) rc = hr_json_ident_field(body, "target", false, &in.target, &err);
+    if (rc == HR_OK) rc = hr_json_ident_field(body, "foreign_id", false, &in.foreign_id, &err);
+    if (rc == HR_OK) rc = hr_json_int_field(body, "time", false, 1, HR_ACTIVITY_TIME_MAX, &time_ms, NULL, &err);
+    if (rc == HR_OK) rc = data_field(req, body, &in.data, &err);
+    if (rc == HR_OK) rc = check_actor(req, in.actor, &err);
+    in.time_ms = time_ms;
+    hr_activity out;
+    bool duplicate = false;
+    if (rc == HR_OK) rc = hr_feeds_create(app->feeds, &in, hr_now_ms(), hr_req_arena(req), &out, &duplicate, &err);
+    json_decref(body);
+    if (rc != HR_OK) return hr_reply_error(req, rc, &err);
+    json_t *o = activity_json(&out);
+    if (duplicate) json_object_set_new(o, "duplicate", json_true());
+    hr_reply_json(req, duplicate ? 200 : 201, o);
+}
+
+void hr_api_activity_get(hr_request *req) {
+    hr_app *app = hr_req_app(req);
+    hr_err err = {0};
+    hr_activity x;
+    int rc = hr_feeds_get(app->feeds, hr_req_param(req, "id"), hr_req_arena(req), &x, &err);
+    if (rc != HR_OK) return hr_reply_error(req, rc, &err);
+    hr_reply_json(req, 200, activity_json(&x));
+}
+
+void hr_api_activity_update(hr_request *req) {
+    hr_app *app = hr_req_app(req);
+    hr_err err = {0};
+    json_t *body = NULL;
+    hr_slice object = {0}, data = {0};
+    hr_activity cur, out;
+    static const char *const fields[] = {"data", "object", NULL};
+    int rc = hr_json_parse_object(hr_req_body(req), &body, &err);
+    if (rc == HR_OK) rc = hr_json_only_fields(body, fields, &err);
+    bool has_object = rc == HR_OK && json_object_get(body, "object") != NULL;
+    if (rc == HR_OK) rc = hr_json_ident_field(body, "object", false, &object, &err);
+    if (rc == HR_OK) rc = data_field(req, body, &data, &err);
+    if (rc == HR_OK) rc = hr_feeds_get(app->feeds, hr_req_param(req, "id"), hr_req_arena(req), &cur, &err);
+    if (rc == HR_OK) rc = check_actor(req, cur.actor, &err);
+    if (rc == HR_OK)
+        rc = hr_feeds_update(app->feeds, hr_req_param(req, "id"), has_object ? &object : NULL, data,
+                             hr_req_arena(req), &out, &err);
+    json_decref(body);
+    if (rc != HR_OK) return hr_reply_error(req, rc, &err);
+    hr_reply_json(req, 200, activity_json(&out));
+}
+
+void hr_api_activity_delete(hr_request *req) {
+    hr_app *app = hr_req_app(req);
+    hr_err err = {0};
+    hr_activity cur;
+    int rc = hr_feeds_get(app->feeds, hr_req_param(req, "id"), hr_req_arena(req), &cur, &err);
+    if (rc == HR_OK) rc = check_actor(req, cur.actor, &err);
+    if (rc == HR_OK) rc = hr_feeds_delete(app->feeds, hr_req_param(req, "id"), hr_now_ms(), &err);
+    if (rc != HR_OK) return hr_reply_error(req, rc, &err);
+    hr_reply_json(req, 200, json_pack("{s:b}", "deleted", 1));
+}
+
+static void feed(hr_request *req, hr_feed_kind kind, const char *param) {
+    hr_app *app = hr_req_app(req);
+    hr_err err = {0};
+    hr_feed_req fr;
+    hr_feed_page page;
+    int rc = feed_query(req, &fr, &err);
+    if (rc == HR_OK)
+        rc = hr_feeds_read(app->feeds, kind, hr_req_param(req, param), &fr, hr_now_ms(), hr_req_arena(req), &page,
+                           &err);
+    if (rc != HR_OK) return hr_reply_error(req, rc, &err);
+    reply_page(req, &page);
+}
+
+void hr_api_user_feed(hr_request *req) { feed(req, HR_FEED_USER, "uid"); }
+void hr_api_user_timeline(hr_request *req) { feed(req, HR_FEED_TIMELINE, "uid"); }
+void hr_api_group_feed(hr_request *req) { feed(req, HR_FEED_GROUP, "gid"); }
+
+void hr_api_activities_query(hr_request *req) {
+    hr_app *app = hr_req_app(req);
+    hr_err err = {0};
+    hr_feed_req fr;
+    hr_feed_page page;
+    hr_activity filter = {0};
+    int rc = feed_query(req, &fr, &err);
+    const char *names[] = {"actor", "verb", "object", "target"};
+    hr_slice *slots[] = {&filter.actor, &filter.verb, &filter.object, &filter.target};
+    for (size_t i = 0; rc == HR_OK && i < 4; i++) {
+        const char *v = hr_req_query(req, names[i]);
+        if (v == NULL) continue;
+        *slots[i] = hr_slice_str(v);
+        if (!hr_ident_valid(*slots[i]))
+            rc = hr_err_set(&err, HR_EINVAL, "%s must be an identifier (1..%d bytes of [A-Za-z0-9._:@~-])", names[i],
+                            HR_IDENT_MAX);
+    }
+    if (rc == HR_OK) rc = hr_feeds_query(app->feeds, &filter, &fr, hr_now_ms(), hr_req_arena(req), &page, &err);
+    if (rc != HR_OK) return hr_reply_error(req, rc, &err);
+    reply_page(req, &page);
+}

@@ -1,0 +1,604 @@
+/* fanout.c — see fanout.h. */
+#include "core/fanout.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "core/exec.h"
+#include "core/feeds_internal.h"
+
+static _Atomic uint64_t entries_total, jobs_total;
+
+uint64_t hr_fanout_entries_total(void) { return atomic_load(&entries_total); }
+uint64_t hr_fanout_jobs_total(void) { return atomic_load(&jobs_total); }
+
+/* ---- Job payloads ----
+ *   u8 kind | u8 flags | u64be time_ms | then
+ *   ADD, REMOVE: u32be length + the activity's stored form, then its id
+ *   RELATION:    u8 group | u8 adds | u8 length + uid | u8 length + other */
+
+void hr_feed_job_encode(const hr_feed_job *j, hr_buf *out) {
+    hr_buf_append_byte(out, (uint8_t)j->kind);
+    hr_buf_append_byte(out, (uint8_t)j->flags);
+    hr_buf_append_u64be(out, (uint64_t)j->time_ms);
+    if (j->kind == HR_JOB_RELATION) {
+        hr_buf_append_byte(out, j->group);
+        hr_buf_append_byte(out, j->adds);
+        hr_buf_append_byte(out, (uint8_t)j->uid.len);
+        hr_buf_append_slice(out, j->uid);
+        hr_buf_append_byte(out, (uint8_t)j->other.len);
+        hr_buf_append_slice(out, j->other);
+        return;
+    }
+    hr_buf body = HR_BUF_INIT;
+    hr_activity_encode(&j->activity, false, &body);
+    hr_buf_append_u32be(out, (uint32_t)body.len);
+    hr_buf_append_slice(out, hr_buf_slice(&body));
+    hr_buf_append(out, j->activity.id, HR_ACTIVITY_ID_LEN);
+    hr_buf_free(&body);
+}
+
+static bool take_short(const unsigned char **p, const unsigned char *end, hr_arena *a, hr_slice *out) {
+    if (*p >= end || (size_t)(end - *p - 1) < **p || **p == 0) return false;
+    *out = hr_arena_copy(a, hr_slice_of((const char *)*p + 1, **p));
+    *p += 1 + out->len;
+    return true;
+}
+
+int hr_feed_job_decode(hr_slice payload, hr_arena *a, hr_feed_job *out, hr_err *err) {
+    memset(out, 0, sizeof *out);
+    const unsigned char *p = (const unsigned char *)payload.ptr, *end = p + payload.len;
+    if (payload.len < 10) goto bad;
+    out->kind = p[0];
+    out->flags = p[1];
+    out->time_ms = (int64_t)hr_load_u64be(p + 2);
+    p += 10;
+    if (out->kind == HR_JOB_RELATION) {
+        if (end - p < 2) goto bad;
+        out->group = p[0];
+        out->adds = p[1];
+        p += 2;
+        if (!take_short(&p, end, a, &out->uid) || !take_short(&p, end, a, &out->other) || p != end) goto bad;
+        return HR_OK;
+    }
+    if (out->kind != HR_JOB_ADD && out->kind != HR_JOB_REMOVE) goto bad;
+    if (end - p < 4) goto bad;
+    size_t n = hr_load_u32be(p);
+    p += 4;
+    if ((size_t)(end - p) != n + HR_ACTIVITY_ID_LEN) goto bad;
+    bool tomb;
+    hr_slice id = hr_slice_of((const char *)p + n, HR_ACTIVITY_ID_LEN);
+    if (!hr_activity_id_valid(id)) goto bad;
+    return hr_activity_decode(id, hr_slice_of((const char *)p, n), a, &out->activity, &tomb, err);
+bad:
+    return hr_err_set(err, HR_EINTERNAL, "fan-out job payload is not valid");
+}
+
+/* ---- Running one job ---- */
+
+/* Where a job is: its phase and, within a paged phase, the last member done. */
+typedef struct checkpoint {
+    unsigned phase;
+    bool has_cursor;
+    double score;
+    hr_slice member;
+} checkpoint;
+
+typedef struct job_run {
+    hr_feeds *f;
+    const hr_fanout_options *o;
+    hr_slice job_id;
+    hr_arena *a;
+    hr_feed_job job;
+    checkpoint ck;
+    hr_buf ck_key;
+    int64_t now_ms;
+} job_run;
+
+enum {
+    PHASE_ENTRIES,      /* the activity's own entries */
+    PHASE_FOLLOWERS,    /* followers' timelines */
+    PHASE_MEMBERS,      /* group members' timelines */
+    PHASE_MARK_ACTOR,   /* followers' /big sets */
+    PHASE_MARK_GROUP,   /* members' /big sets */
+    PHASE_DONE,
+};
+
+static void checkpoint_key(job_run *r) {
+    hr_buf_clear(&r->ck_key);
+    hr_buf_append_byte(&r->ck_key, '{');
+    hr_buf_append_str(&r->ck_key, r->f->ns);
+    hr_buf_append_str(&r->ck_key, "job/");
+    hr_buf_append_slice(&r->ck_key, r->job_id);
+    hr_buf_append_byte(&r->ck_key, '}');
+}
+
+static int checkpoint_load(job_run *r, hr_err *err) {
+    hr_batch *b = hr_batch_new();
+    size_t op = hr_get(b, hr_buf_slice(&r->ck_key));
+    int rc = hr_core_exec(r->f->store, b, 0, "fan-out checkpoint", err);
+    const hr_result *res = hr_batch_result(b, op);
+    memset(&r->ck, 0, sizeof r->ck);
+    if (rc == HR_OK && res->rc == HR_OK && res->value.len >= 2) {
+        const unsigned char *p = (const unsigned char *)res->value.ptr;
+        r->ck.phase = p[0];
+        if (p[1] && res->value.len >= 10) {
+            uint64_t bits = hr_load_u64be(p + 2);
+            memcpy(&r->ck.score, &bits, sizeof bits);
+            r->ck.has_cursor = true;
+            r->ck.member = hr_arena_copy(r->a, hr_slice_of(res->value.ptr + 10, res->value.len - 10));
+        }
+    }
+    hr_batch_free(b);
+    return rc;
+}
+
+static int checkpoint_save(job_run *r, hr_err *err) {
+    hr_buf v = HR_BUF_INIT;
+    hr_buf_append_byte(&v, (uint8_t)r->ck.phase);
+    hr_buf_append_byte(&v, r->ck.has_cursor);
+    if (r->ck.has_cursor) {
+        uint64_t bits;
+        memcpy(&bits, &r->ck.score, sizeof bits);
+        hr_buf_append_u64be(&v, bits);
+        hr_buf_append_slice(&v, r->ck.member);
+    }
+    hr_batch *b = hr_batch_new();
+    /* A week is far past any lease: an abandoned checkpoint goes away. */
+    hr_put(b, hr_buf_slice(&r->ck_key), hr_buf_slice(&v), r->now_ms + 7 * 86400000LL);
+    int rc = hr_core_exec(r->f->store, b, 0, "fan-out checkpoint", err);
+    hr_batch_free(b);
+    hr_buf_free(&v);
+    return rc;
+}
+
+static void throttle(const job_run *r) {
+    if (r->o->throttle_ms <= 0) return;
+    struct timespec ts = {r->o->throttle_ms / 1000, (long)(r->o->throttle_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Per-member work of a paged phase: add ops for one follower / member. */
+typedef void (*member_fn)(job_run *r, hr_batch *b, hr_slice member, hr_buf *k);
+
+/* Now and then (1 in 64 entries, spread by member and activity) a timeline
+ * is trimmed to timeline_max: Stream-Framework's probabilistic trim. Reads
+ * never show more than timeline_max entries either way. */
+static bool trim_now(hr_slice member, const char *id) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < member.len; i++) h = (h ^ (uint8_t)member.ptr[i]) * 16777619u;
+    for (size_t i = 0; i < HR_ACTIVITY_ID_LEN; i++) h = (h ^ (uint8_t)id[i]) * 16777619u;
+    return (h & 63) == 0;
+}
+
+static void add_to_timeline(job_run *r, hr_batch *b, hr_slice member, hr_buf *k) {
+    const hr_activity *act = &r->job.activity;
+    hr_slice key = hr_feeds_user_key(r->f, member, "/tl", k);
+    hr_tladd(b, key, act->time_ms, hr_slice_of(act->id, HR_ACTIVITY_ID_LEN),
+             hr_feeds_entry_expiry(r->f, act->time_ms));
+    if (trim_now(member, act->id))
+        hr_tltrim(b, key, r->f->opts.timeline_max, r->now_ms - r->f->opts.timeline_ttl_ms);
+}
+
+static void remove_from_timeline(job_run *r, hr_batch *b, hr_slice member, hr_buf *k) {
+    const hr_activity *act = &r->job.activity;
+    hr_tlrem(b, hr_feeds_user_key(r->f, member, "/tl", k), act->time_ms, hr_slice_of(act->id, HR_ACTIVITY_ID_LEN));
+}
+
+static void mark_actor_big(job_run *r, hr_batch *b, hr_slice member, hr_buf *k) {
+    hr_buf acct = HR_BUF_INIT;
+    hr_zadd(b, hr_feeds_user_key(r->f, member, "/big", k), (double)r->now_ms,
+            hr_feeds_account(false, r->job.activity.actor, &acct));
+    hr_buf_free(&acct);
+}
+
+static void mark_group_big(job_run *r, hr_batch *b, hr_slice member, hr_buf *k) {
+    hr_buf acct = HR_BUF_INIT;
+    hr_zadd(b, hr_feeds_user_key(r->f, member, "/big", k), (double)r->now_ms,
+            hr_feeds_account(true, hr_activity_group(&r->job.activity), &acct));
+    hr_buf_free(&acct);
+}
+
+/* Walk set `set` of id (followers or members) in pages, in follow order,
+ * from the checkpoint on, applying fn to each; checkpoint after each page. */
+static int paged_phase(job_run *r, unsigned phase, hr_graph_set set, hr_slice id, member_fn fn, bool counts,
+                       hr_err *err) {
+    if (r->ck.phase > phase) return HR_OK;
+    if (r->ck.phase < phase) {
+        r->ck.phase = phase;
+        r->ck.has_cursor = false;
+    }
+    hr_buf setkey = HR_BUF_INIT, k = HR_BUF_INIT;
+    hr_graph_key(r->f->graph, set, id, &setkey);
+    hr_batch *rb = hr_batch_new(), *wb = hr_batch_new();
+    int rc = HR_OK;
+    for (;;) {
+        hr_batch_reset(rb);
+        hr_zrange_spec spec = hr_zrange_all(false, r->o->batch);
+        if (r->ck.has_cursor) {
+            spec.has_cursor = true;
+            spec.cursor_score = r->ck.score;
+            spec.cursor_member = r->ck.member;
+        }
+        size_t op = hr_zrange(rb, hr_buf_slice(&setkey), &spec);
+        rc = hr_core_exec(r->f->store, rb, 0, "fan-out", err);
+        if (rc != HR_OK) break;
+        const hr_result *page = hr_batch_result(rb, op);
+        if (page->n_entries == 0) break;
+        hr_batch_reset(wb);
+        for (size_t i = 0; i < page->n_entries; i++) fn(r, wb, page->entries[i].member, &k);
+        rc = hr_core_exec(r->f->store, wb, 0, "fan-out", err);
+        if (rc != HR_OK) break;
+        if (counts) atomic_fetch_add(&entries_total, page->n_entries);
+        const hr_zentry *last = &page->entries[page->n_entries - 1];
+        r->ck.has_cursor = true;
+        r->ck.score = last->score;
+        r->ck.member = hr_arena_copy(r->a, last->member);
+        bool more = page->more;
+        rc = checkpoint_save(r, err);
+        if (rc != HR_OK || !more) break;
+        throttle(r);
+    }
+    hr_batch_free(rb);
+    hr_batch_free(wb);
+    hr_buf_free(&setkey);
+    hr_buf_free(&k);
+    return rc;
+}
+
+/* The activity's body as stored now: *state 0 missing, 1 live, 2 tombstone. */
+static int body_state(job_run *r, int *state, hr_err *err) {
+    hr_buf k = HR_BUF_INIT;
+    hr_batch *b = hr_batch_new();
+    size_t op = hr_get(b, hr_feeds_body_key(r->f, hr_slice_of(r->job.activity.id, HR_ACTIVITY_ID_LEN), &k));
+    int rc = hr_core_exec(r->f->store, b, 0, "fan-out", err);
+    *state = 0;
+    const hr_result *res = hr_batch_result(b, op);
+    if (rc == HR_OK && res->rc == HR_OK) {
+        hr_activity cur;
+        bool tomb;
+        rc = hr_activity_decode(hr_slice_of(r->job.activity.id, HR_ACTIVITY_ID_LEN), res->value, r->a, &cur, &tomb,
+                                err);
+        *state = tomb ? 2 : 1;
+    }
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    return rc;
+}
+
+static int run_add(job_run *r, hr_err *err) {
+    const hr_activity *act = &r->job.activity;
+    hr_slice group = hr_activity_group(act);
+    if (r->ck.phase <= PHASE_ENTRIES) {
+        int state;
+        int rc = body_state(r, &state, err);
+        if (rc != HR_OK) return rc;
+        if (state == 2) return HR_OK; /* deleted before it was fanned out */
+        if (state == 0) {
+            hr_batch *b = hr_batch_new();
+            hr_feeds_add_entries(r->f, b, act);
+            rc = hr_core_exec(r->f->store, b, 0, "fan-out", err);
+            hr_batch_free(b);
+            if (rc != HR_OK) return rc;
+        }
+    }
+    int rc = HR_OK;
+    if (act->fanned_followers)
+        rc = paged_phase(r, PHASE_FOLLOWERS, HR_GRAPH_FOLLOWERS, act->actor, add_to_timeline, true, err);
+    if (rc == HR_OK && act->fanned_members && group.len)
+        rc = paged_phase(r, PHASE_MEMBERS, HR_GRAPH_MEMBERS, group, add_to_timeline, true, err);
+    if (rc == HR_OK && (r->job.flags & HR_JOB_MARK_ACTOR_BIG))
+        rc = paged_phase(r, PHASE_MARK_ACTOR, HR_GRAPH_FOLLOWERS, act->actor, mark_actor_big, false, err);
+    if (rc == HR_OK && (r->job.flags & HR_JOB_MARK_GROUP_BIG) && group.len)
+        rc = paged_phase(r, PHASE_MARK_GROUP, HR_GRAPH_MEMBERS, group, mark_group_big, false, err);
+    return rc;
+}
+
+static int run_remove(job_run *r, hr_err *err) {
+    const hr_activity *act = &r->job.activity;
+    hr_slice group = hr_activity_group(act);
+    int rc = HR_OK;
+    if (r->ck.phase <= PHASE_ENTRIES) {
+        hr_batch *b = hr_batch_new();
+        hr_feeds_remove_entries(r->f, b, act);
+        rc = hr_core_exec(r->f->store, b, 0, "fan-out", err);
+        hr_batch_free(b);
+    }
+    if (rc == HR_OK && act->fanned_followers)
+        rc = paged_phase(r, PHASE_FOLLOWERS, HR_GRAPH_FOLLOWERS, act->actor, remove_from_timeline, false, err);
+    if (rc == HR_OK && act->fanned_members && group.len)
+        rc = paged_phase(r, PHASE_MEMBERS, HR_GRAPH_MEMBERS, group, remove_from_timeline, false, err);
+    return rc;
+}
+
+/* RELATION, adds: backfill the account's newest activities, or remember a
+ * big account in the /big set. */
+static int run_backfill(job_run *r, hr_slice account, hr_err *err) {
+    const hr_feed_job *j = &r->job;
+    hr_buf k = HR_BUF_INIT, k2 = HR_BUF_INIT;
+    hr_batch *b = hr_batch_new();
+    size_t op_big = hr_zscore(b, hr_feeds_big_key(r->f, &k), account);
+    hr_slice feed = j->group ? hr_feeds_group_key(r->f, j->other, &k) : hr_feeds_user_key(r->f, j->other, "/fd", &k);
+    hr_tlrange_spec spec = hr_tlrange_all(r->f->opts.timeline_max, r->now_ms);
+    spec.after_ms = r->now_ms - r->f->opts.timeline_ttl_ms;
+    size_t op_feed = hr_tlrange(b, feed, &spec);
+    int rc = hr_core_exec(r->f->store, b, 0, "backfill", err);
+    if (rc == HR_OK) {
+        bool big = hr_batch_result(b, op_big)->rc == HR_OK;
+        const hr_result *entries = hr_batch_result(b, op_feed);
+        hr_batch *wb = hr_batch_new();
+        hr_slice tl = hr_feeds_user_key(r->f, j->uid, big ? "/big" : "/tl", &k2);
+        if (big) {
+            hr_zadd(wb, tl, (double)r->now_ms, account);
+        } else {
+            for (size_t i = 0; i < entries->n_entries; i++) {
+                int64_t t = (int64_t)entries->entries[i].score;
+                hr_tladd(wb, tl, t, entries->entries[i].member, hr_feeds_entry_expiry(r->f, t));
+            }
+            if (entries->n_entries) hr_tltrim(wb, tl, r->f->opts.timeline_max, spec.after_ms);
+        }
+        if (hr_batch_len(wb)) rc = hr_core_exec(r->f->store, wb, 0, "backfill", err);
+        if (rc == HR_OK && !big) atomic_fetch_add(&entries_total, entries->n_entries);
+        hr_batch_free(wb);
+    }
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    hr_buf_free(&k2);
+    return rc;
+}
+
+static bool contains(hr_slice *ids, size_t n, hr_slice id) {
+    for (size_t i = 0; i < n; i++)
+        if (hr_slice_eq(ids[i], id)) return true;
+    return false;
+}
+
+/* RELATION, removes: drop the account's entries from the timeline, except
+ * those the user still sees through a follow or a group. */
+static int run_unlink(job_run *r, hr_slice account, hr_err *err) {
+    const hr_feed_job *j = &r->job;
+    /* What else brings activities in: the groups (unfollow) or the follows
+     * (leave) of the user. */
+    hr_slice *keep = NULL;
+    size_t n_keep = 0;
+    int rc = hr_graph_all(r->f->graph, j->group ? HR_GRAPH_FOLLOWS : HR_GRAPH_GROUPS, j->uid, HR_ZRANGE_LIMIT_MAX,
+                          r->a, &keep, &n_keep, err);
+    if (rc != HR_OK) return rc;
+    hr_buf k = HR_BUF_INIT, tl = HR_BUF_INIT;
+    hr_feeds_user_key(r->f, j->uid, "/tl", &tl);
+    hr_batch *b = hr_batch_new();
+    hr_zrem(b, hr_feeds_user_key(r->f, j->uid, "/big", &k), account);
+    rc = hr_core_exec(r->f->store, b, 0, "unlink", err);
+    hr_tlrange_spec spec = hr_tlrange_all(r->o->batch, r->now_ms);
+    while (rc == HR_OK) {
+        hr_batch_reset(b);
+        size_t op = hr_tlrange(b, hr_buf_slice(&tl), &spec);
+        rc = hr_core_exec(r->f->store, b, 0, "unlink", err);
+        if (rc != HR_OK) break;
+        const hr_result *page = hr_batch_result(b, op);
+        if (page->n_entries == 0) break;
+        hr_zentry *entries = hr_arena_alloc(r->a, page->n_entries * sizeof *entries);
+        size_t n = page->n_entries;
+        bool more = page->more;
+        for (size_t i = 0; i < n; i++) {
+            entries[i] = page->entries[i];
+            entries[i].member = hr_arena_copy(r->a, page->entries[i].member);
+        }
+        hr_batch_reset(b);
+        for (size_t i = 0; i < n; i++) hr_get(b, hr_feeds_body_key(r->f, entries[i].member, &k));
+        rc = hr_core_exec(r->f->store, b, 0, "unlink", err);
+        hr_batch *wb = hr_batch_new();
+        for (size_t i = 0; rc == HR_OK && i < n; i++) {
+            const hr_result *res = hr_batch_result(b, i);
+            if (res->rc != HR_OK) continue;
+            hr_activity act;
+            bool tomb;
+            if (hr_activity_decode(entries[i].member, res->value, r->a, &act, &tomb, err) != HR_OK) continue;
+            hr_slice group = hr_activity_group(&act);
+            bool drop = j->group ? hr_slice_eq(group, j->other) && !contains(keep, n_keep, act.actor)
+                                 : hr_slice_eq(act.actor, j->other) && !(group.len && contains(keep, n_keep, group));
+            if (drop) hr_tlrem(wb, hr_buf_slice(&tl), (int64_t)entries[i].score, entries[i].member);
+        }
+        if (rc == HR_OK && hr_batch_len(wb)) rc = hr_core_exec(r->f->store, wb, 0, "unlink", err);
+        hr_batch_free(wb);
+        if (!more) break;
+        spec.has_cursor = true;
+        spec.cursor_time = (int64_t)entries[n - 1].score;
+        spec.cursor_member = entries[n - 1].member;
+    }
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    hr_buf_free(&tl);
+    return rc;
+}
+
+static int run_relation(job_run *r, hr_err *err) {
+    const hr_feed_job *j = &r->job;
+    /* Act on the relation as it is now: a follow undone (or redone) since
+     * the job was pushed has its own job behind this one. */
+    bool holds;
+    int rc = j->group ? hr_graph_is_member(r->f->graph, HR_GRAPH_MEMBERS, j->other, j->uid, &holds, err)
+                      : hr_graph_is_member(r->f->graph, HR_GRAPH_FOLLOWS, j->uid, j->other, &holds, err);
+    if (rc != HR_OK || holds != j->adds) return rc;
+    hr_buf acct = HR_BUF_INIT;
+    hr_slice account = hr_arena_copy(r->a, hr_feeds_account(j->group, j->other, &acct));
+    hr_buf_free(&acct);
+    return j->adds ? run_backfill(r, account, err) : run_unlink(r, account, err);
+}
+
+/* Run one claimed job to the end. */
+static int run_job(hr_feeds *f, const hr_fanout_options *o, const hr_job *job, hr_err *err) {
+    hr_arena a = HR_ARENA_INIT;
+    job_run r = {.f = f, .o = o, .job_id = job->id, .a = &a, .ck_key = HR_BUF_INIT, .now_ms = hr_now_ms()};
+    int rc = hr_feed_job_decode(job->payload, &a, &r.job, err);
+    if (rc != HR_OK) {
+        /* Nothing can ever run it: log and drop it rather than retry forever. */
+        hr_warn("fan-out: dropping job %.*s: %s", (int)job->id.len, job->id.ptr, err->msg);
+        rc = HR_OK;
+        goto out;
+    }
+    checkpoint_key(&r);
+    if (r.job.kind != HR_JOB_RELATION) rc = checkpoint_load(&r, err);
+    if (rc == HR_OK) {
+        switch (r.job.kind) {
+        case HR_JOB_ADD: rc = run_add(&r, err); break;
+        case HR_JOB_REMOVE: rc = run_remove(&r, err); break;
+        case HR_JOB_RELATION: rc = run_relation(&r, err); break;
+        }
+    }
+out:
+    if (rc == HR_OK) {
+        /* Done: the ack, and the checkpoint is no longer needed. */
+        hr_buf qk = HR_BUF_INIT;
+        hr_batch *b = hr_batch_new();
+        hr_qack(b, hr_feeds_queue_key(f, &qk), job->id);
+        if (r.ck_key.len) hr_del(b, hr_buf_slice(&r.ck_key));
+        rc = hr_core_exec(f->store, b, 0, "fan-out ack", err);
+        hr_batch_free(b);
+        hr_buf_free(&qk);
+        if (rc == HR_OK) atomic_fetch_add(&jobs_total, 1);
+    }
+    hr_buf_free(&r.ck_key);
+    hr_arena_free(&a);
+    return rc;
+}
+
+int hr_fanout_run(hr_feeds *f, const hr_fanout_options *o, const char *consumer, size_t max_jobs, size_t *done,
+                  hr_err *err) {
+    *done = 0;
+    if (max_jobs > HR_QCLAIM_MAX) max_jobs = HR_QCLAIM_MAX;
+    hr_buf qk = HR_BUF_INIT;
+    hr_batch *b = hr_batch_new();
+    size_t op = hr_qclaim(b, hr_feeds_queue_key(f, &qk), hr_slice_str(consumer), max_jobs, o->lease_ms);
+    int rc = hr_core_exec(f->store, b, 0, "fan-out claim", err);
+    const hr_result *res = hr_batch_result(b, op);
+    for (size_t i = 0; rc == HR_OK && i < res->n_jobs; i++) {
+        rc = run_job(f, o, &res->jobs[i], err);
+        if (rc == HR_OK) (*done)++;
+    }
+    hr_batch_free(b);
+    hr_buf_free(&qk);
+    return rc;
+}
+
+int hr_fanout_queue_info(hr_feeds *f, int64_t *depth, int64_t *oldest_ms, hr_err *err) {
+    hr_buf qk = HR_BUF_INIT;
+    hr_batch *b = hr_batch_new();
+    size_t op = hr_qinfo(b, hr_feeds_queue_key(f, &qk));
+    int rc = hr_core_exec(f->store, b, 0, "fan-out queue", err);
+    *depth = rc == HR_OK ? hr_batch_result(b, op)->num : 0;
+    *oldest_ms = rc == HR_OK ? (int64_t)hr_batch_result(b, op)->score : 0;
+    hr_batch_free(b);
+    hr_buf_free(&qk);
+    return rc;
+}
+
+/* ---- Workers ---- */
+
+struct hr_fanout {
+    hr_feeds *f;
+    hr_fanout_options o;
+    pthread_t *threads;
+    unsigned n_threads;
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    bool stop;
+    uint64_t pushes; /* jobs pushed by this process: a change wakes a worker */
+};
+
+typedef struct worker {
+    hr_fanout *fo;
+    unsigned index;
+} worker;
+
+static void job_pushed(void *ctx) {
+    hr_fanout *fo = ctx;
+    pthread_mutex_lock(&fo->mu);
+    fo->pushes++;
+    pthread_cond_signal(&fo->wake);
+    pthread_mutex_unlock(&fo->mu);
+}
+
+static void *worker_main(void *arg) {
+    worker *w = arg;
+    hr_fanout *fo = w->fo;
+    char consumer[96];
+    char host[64] = "herald";
+    gethostname(host, sizeof host - 1);
+    snprintf(consumer, sizeof consumer, "%s-%ld-%u", host, (long)getpid(), w->index);
+    uint64_t seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&fo->mu);
+        bool stop = fo->stop;
+        seen = fo->pushes;
+        pthread_mutex_unlock(&fo->mu);
+        if (stop) break;
+        hr_err err = {0};
+        size_t done = 0;
+        int rc = hr_fanout_run(fo->f, &fo->o, consumer, 4, &done, &err);
+        if (rc != HR_OK) hr_warn("fan-out worker %u: %s", w->index, err.msg);
+        if (rc == HR_OK && done > 0) continue;
+        /* Idle (or the store is failing): wait for a local push or the poll. */
+        int64_t wait_ms = rc == HR_OK ? fo->o.poll_ms : 1000;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += wait_ms / 1000;
+        until.tv_nsec += (wait_ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&fo->mu);
+        while (!fo->stop && fo->pushes == seen)
+            if (pthread_cond_timedwait(&fo->wake, &fo->mu, &until) != 0) break;
+        pthread_mutex_unlock(&fo->mu);
+    }
+    free(w);
+    return NULL;
+}
+
+hr_fanout *hr_fanout_start(hr_feeds *f, const hr_fanout_options *o) {
+    hr_fanout *fo = hr_xcalloc(1, sizeof *fo);
+    fo->f = f;
+    fo->o = *o;
+    if (fo->o.poll_ms <= 0) fo->o.poll_ms = 100;
+    pthread_mutex_init(&fo->mu, NULL);
+    pthread_cond_init(&fo->wake, NULL);
+    f->job_pushed = job_pushed;
+    f->job_pushed_ctx = fo;
+    fo->threads = hr_xcalloc(o->workers ? o->workers : 1, sizeof *fo->threads);
+    for (unsigned i = 0; i < o->workers; i++) {
+        worker *w = hr_xcalloc(1, sizeof *w);
+        w->fo = fo;
+        w->index = i;
+        if (pthread_create(&fo->threads[i], NULL, worker_main, w) != 0) {
+            hr_error("fan-out: cannot start worker %u", i);
+            abort();
+        }
+        fo->n_threads++;
+    }
+    return fo;
+}
+
+void hr_fanout_stop(hr_fanout *fo) {
+    if (fo == NULL) return;
+    pthread_mutex_lock(&fo->mu);
+    fo->stop = true;
+    pthread_cond_broadcast(&fo->wake);
+    pthread_mutex_unlock(&fo->mu);
+    for (unsigned i = 0; i < fo->n_threads; i++) pthread_join(fo->threads[i], NULL);
+    fo->f->job_pushed = NULL;
+    fo->f->job_pushed_ctx = NULL;
+    pthread_mutex_destroy(&fo->mu);
+    pthread_cond_destroy(&fo->wake);
+    free(fo->threads);
+    free(fo);
+}

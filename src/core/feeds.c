@@ -1,0 +1,567 @@
+/* feeds.c — see feeds.h: activity create / read / update / delete and feed
+ * pages. The background half (fan-out jobs) is fanout.c. */
+#include "core/feeds.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/ident.h"
+#include "core/exec.h"
+#include "core/feeds_internal.h"
+
+/* ---- Keys ---- */
+
+static void open_tag(const hr_feeds *f, hr_buf *k, const char *kind) {
+    hr_buf_clear(k);
+    hr_buf_append_byte(k, '{');
+    hr_buf_append_str(k, f->ns);
+    hr_buf_append_str(k, kind);
+}
+
+hr_slice hr_feeds_body_key(const hr_feeds *f, hr_slice id, hr_buf *k) {
+    open_tag(f, k, "a/");
+    hr_buf_append_slice(k, id);
+    hr_buf_append_byte(k, '}');
+    return hr_buf_slice(k);
+}
+
+hr_slice hr_feeds_user_key(const hr_feeds *f, hr_slice uid, const char *suffix, hr_buf *k) {
+    open_tag(f, k, "u/");
+    hr_buf_append_slice(k, uid);
+    hr_buf_append_byte(k, '}');
+    hr_buf_append_str(k, suffix);
+    return hr_buf_slice(k);
+}
+
+hr_slice hr_feeds_fid_key(const hr_feeds *f, hr_slice actor, hr_slice fid, hr_buf *k) {
+    hr_feeds_user_key(f, actor, "/fid/", k);
+    hr_buf_append_slice(k, fid);
+    return hr_buf_slice(k);
+}
+
+hr_slice hr_feeds_group_key(const hr_feeds *f, hr_slice gid, hr_buf *k) {
+    open_tag(f, k, "g/");
+    hr_buf_append_slice(k, gid);
+    hr_buf_append_str(k, "}/fd");
+    return hr_buf_slice(k);
+}
+
+hr_slice hr_feeds_index_key(const hr_feeds *f, const char *field, hr_slice value, hr_buf *k) {
+    open_tag(f, k, "ix/");
+    hr_buf_append_str(k, field);
+    hr_buf_append_byte(k, '/');
+    hr_buf_append_slice(k, value);
+    hr_buf_append_str(k, "}/l");
+    return hr_buf_slice(k);
+}
+
+hr_slice hr_feeds_big_key(const hr_feeds *f, hr_buf *k) {
+    open_tag(f, k, "big}");
+    return hr_buf_slice(k);
+}
+
+hr_slice hr_feeds_queue_key(const hr_feeds *f, hr_buf *k) {
+    open_tag(f, k, "q/fanout}");
+    return hr_buf_slice(k);
+}
+
+hr_slice hr_feeds_account(bool group, hr_slice id, hr_buf *k) {
+    hr_buf_clear(k);
+    hr_buf_append_str(k, group ? "g:" : "u:");
+    hr_buf_append_slice(k, id);
+    return hr_buf_slice(k);
+}
+
+int64_t hr_feeds_entry_expiry(const hr_feeds *f, int64_t time_ms) {
+    return time_ms > INT64_MAX - f->opts.timeline_ttl_ms ? 0 : time_ms + f->opts.timeline_ttl_ms;
+}
+
+/* ---- Life cycle ---- */
+
+hr_feeds *hr_feeds_new(hr_store *store, hr_graph *graph, const hr_feeds_options *opts) {
+    hr_feeds *f = hr_xcalloc(1, sizeof *f);
+    f->store = store;
+    f->graph = graph;
+    f->opts = *opts;
+    f->ns = hr_xstrdup(opts->ns ? opts->ns : "");
+    f->opts.ns = f->ns;
+    return f;
+}
+
+void hr_feeds_free(hr_feeds *f) {
+    if (f == NULL) return;
+    free(f->ns);
+    free(f);
+}
+
+void hr_feeds_notify(hr_feeds *f) {
+    if (f->job_pushed) f->job_pushed(f->job_pushed_ctx);
+}
+
+size_t hr_feeds_push_job(hr_feeds *f, hr_batch *b, const hr_feed_job *j) {
+    hr_buf k = HR_BUF_INIT, v = HR_BUF_INIT;
+    hr_feed_job_encode(j, &v);
+    size_t op = hr_qpush(b, hr_feeds_queue_key(f, &k), hr_buf_slice(&v));
+    hr_buf_free(&k);
+    hr_buf_free(&v);
+    return op;
+}
+
+/* ---- Entries of one activity ---- */
+
+/* Calls fn for every list an activity has an entry in (not timelines). */
+static void for_each_list(const hr_feeds *f, const hr_activity *a, hr_batch *b,
+                          void (*fn)(hr_batch *, hr_slice, const hr_activity *, int64_t), hr_buf *k) {
+    fn(b, hr_feeds_user_key(f, a->actor, "/fd", k), a, 0);
+    hr_slice group = hr_activity_group(a);
+    if (group.len) fn(b, hr_feeds_group_key(f, group, k), a, 0);
+    fn(b, hr_feeds_index_key(f, "verb", a->verb, k), a, 0);
+    if (a->object.len) fn(b, hr_feeds_index_key(f, "object", a->object, k), a, 0);
+    if (a->target.len && !group.len) fn(b, hr_feeds_index_key(f, "target", a->target, k), a, 0);
+}
+
+static void add_one(hr_batch *b, hr_slice key, const hr_activity *a, int64_t expiry) {
+    hr_tladd(b, key, a->time_ms, hr_slice_of(a->id, HR_ACTIVITY_ID_LEN), expiry);
+}
+
+static void rem_one(hr_batch *b, hr_slice key, const hr_activity *a, int64_t expiry) {
+    (void)expiry;
+    hr_tlrem(b, key, a->time_ms, hr_slice_of(a->id, HR_ACTIVITY_ID_LEN));
+}
+
+void hr_feeds_add_entries(const hr_feeds *f, hr_batch *b, const hr_activity *a) {
+    hr_buf k = HR_BUF_INIT, v = HR_BUF_INIT;
+    hr_slice id = hr_slice_of(a->id, HR_ACTIVITY_ID_LEN);
+    hr_activity_encode(a, false, &v);
+    hr_put(b, hr_feeds_body_key(f, id, &k), hr_buf_slice(&v), 0);
+    if (a->foreign_id.len) hr_put(b, hr_feeds_fid_key(f, a->actor, a->foreign_id, &k), id, 0);
+    for_each_list(f, a, b, add_one, &k);
+    hr_buf_free(&k);
+    hr_buf_free(&v);
+}
+
+void hr_feeds_remove_entries(const hr_feeds *f, hr_batch *b, const hr_activity *a) {
+    hr_buf k = HR_BUF_INIT;
+    for_each_list(f, a, b, rem_one, &k);
+    hr_buf_free(&k);
+}
+
+/* ---- Reading bodies ---- */
+
+/* Decode the body read by op `op` of b: HR_OK with *live true for an
+ * activity, *live false for a missing or deleted one. */
+static int body_result(const hr_batch *b, size_t op, hr_slice id, hr_arena *a, hr_activity *out, bool *live,
+                       hr_err *err) {
+    const hr_result *r = hr_batch_result(b, op);
+    *live = false;
+    if (r->rc == HR_ENOTFOUND) return HR_OK;
+    bool tomb;
+    int rc = hr_activity_decode(id, r->value, a, out, &tomb, err);
+    if (rc == HR_OK) *live = !tomb;
+    return rc;
+}
+
+int hr_feeds_get(hr_feeds *f, hr_slice id, hr_arena *a, hr_activity *out, hr_err *err) {
+    memset(out, 0, sizeof *out);
+    if (!hr_activity_id_valid(id)) return hr_err_set(err, HR_ENOTFOUND, "no activity '%.*s'", (int)id.len, id.ptr);
+    hr_buf k = HR_BUF_INIT;
+    hr_batch *b = hr_batch_new();
+    size_t op = hr_get(b, hr_feeds_body_key(f, id, &k));
+    int rc = hr_core_exec(f->store, b, 0, "activity", err);
+    bool live = false;
+    if (rc == HR_OK) rc = body_result(b, op, id, a, out, &live, err);
+    if (rc == HR_OK && !live) rc = hr_err_set(err, HR_ENOTFOUND, "no activity '%.*s'", (int)id.len, id.ptr);
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    return rc;
+}
+
+/* ---- Create, update, delete ---- */
+
+/* Stage (1) of a create: the foreign-id mapping (*existing, empty if none)
+ * and who gets fanned out (act's fanned_* flags, *flags for a job). */
+static int create_plan(hr_feeds *f, hr_activity *act, hr_arena *a, hr_slice *existing, unsigned *flags,
+                       hr_err *err) {
+    hr_slice group = hr_activity_group(act);
+    hr_buf k = HR_BUF_INIT, acct = HR_BUF_INIT;
+    hr_batch *b = hr_batch_new();
+    size_t op_fid = act->foreign_id.len ? hr_get(b, hr_feeds_fid_key(f, act->actor, act->foreign_id, &k))
+                                        : SIZE_MAX;
+    hr_buf_clear(&k);
+    hr_graph_key(f->graph, HR_GRAPH_FOLLOWERS, act->actor, &k);
+    size_t op_followers = hr_zcard(b, hr_buf_slice(&k));
+    size_t op_actor_big = hr_zscore(b, hr_feeds_big_key(f, &k), hr_feeds_account(false, act->actor, &acct));
+    size_t op_members = SIZE_MAX, op_group_big = SIZE_MAX;
+    if (group.len) {
+        hr_buf_clear(&k);
+        hr_graph_key(f->graph, HR_GRAPH_MEMBERS, group, &k);
+        op_members = hr_zcard(b, hr_buf_slice(&k));
+        op_group_big = hr_zscore(b, hr_feeds_big_key(f, &k), hr_feeds_account(true, group, &acct));
+    }
+    int rc = hr_core_exec(f->store, b, 0, "create activity", err);
+    *existing = hr_slice_of(NULL, 0);
+    *flags = 0;
+    if (rc == HR_OK) {
+        if (op_fid != SIZE_MAX && hr_batch_result(b, op_fid)->rc == HR_OK)
+            *existing = hr_arena_copy(a, hr_batch_result(b, op_fid)->value);
+        bool big = hr_batch_result(b, op_actor_big)->rc == HR_OK;
+        bool over = hr_batch_result(b, op_followers)->num > f->opts.fanout_threshold;
+        act->fanned_followers = !big && !over;
+        if (over && !big) *flags |= HR_JOB_MARK_ACTOR_BIG;
+        if (group.len) {
+            big = hr_batch_result(b, op_group_big)->rc == HR_OK;
+            over = hr_batch_result(b, op_members)->num > f->opts.fanout_threshold;
+            act->fanned_members = !big && !over;
+            if (over && !big) *flags |= HR_JOB_MARK_GROUP_BIG;
+        }
+    }
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    hr_buf_free(&acct);
+    return rc;
+}
+
+int hr_feeds_create(hr_feeds *f, const hr_activity *in, int64_t now_ms, hr_arena *a, hr_activity *out,
+                    bool *duplicate, hr_err *err) {
+    *duplicate = false;
+    hr_activity act = *in;
+    if (act.time_ms == 0) act.time_ms = now_ms;
+    int rc = hr_activity_check(&act, err);
+    if (rc != HR_OK) return rc;
+    hr_slice existing;
+    unsigned flags;
+    rc = create_plan(f, &act, a, &existing, &flags, err);
+    if (rc != HR_OK) return rc;
+    if (existing.len) {
+        rc = hr_feeds_get(f, existing, a, out, err);
+        if (rc != HR_ENOTFOUND) {
+            *duplicate = rc == HR_OK;
+            return rc;
+        }
+        /* Its activity was deleted: the foreign_id names a new one now. */
+        memset(err, 0, sizeof *err);
+    }
+    hr_activity_new_id(act.time_ms, act.id);
+
+    /* (2) The job first, then (3) everything a reader sees (feeds.h). */
+    hr_feed_job job = {.kind = HR_JOB_ADD, .activity = act, .flags = flags, .time_ms = now_ms};
+    hr_batch *b = hr_batch_new();
+    hr_feeds_push_job(f, b, &job);
+    rc = hr_core_exec(f->store, b, 0, "create activity", err);
+    if (rc == HR_OK) {
+        hr_batch_reset(b);
+        hr_feeds_add_entries(f, b, &act);
+        hr_buf k = HR_BUF_INIT, acct = HR_BUF_INIT;
+        hr_slice group = hr_activity_group(&act);
+        if (flags & HR_JOB_MARK_ACTOR_BIG)
+            hr_zadd(b, hr_feeds_big_key(f, &k), (double)now_ms, hr_feeds_account(false, act.actor, &acct));
+        if (flags & HR_JOB_MARK_GROUP_BIG)
+            hr_zadd(b, hr_feeds_big_key(f, &k), (double)now_ms, hr_feeds_account(true, group, &acct));
+        hr_buf_free(&k);
+        hr_buf_free(&acct);
+        rc = hr_core_exec(f->store, b, 0, "create activity", err);
+    }
+    hr_batch_free(b);
+    if (rc != HR_OK) return rc;
+    hr_feeds_notify(f);
+    *out = act;
+    out->actor = hr_arena_copy(a, act.actor);
+    out->verb = hr_arena_copy(a, act.verb);
+    out->object = hr_arena_copy(a, act.object);
+    out->target = hr_arena_copy(a, act.target);
+    out->foreign_id = hr_arena_copy(a, act.foreign_id);
+    out->data = hr_arena_copy(a, act.data);
+    return HR_OK;
+}
+
+int hr_feeds_update(hr_feeds *f, hr_slice id, const hr_slice *new_object, hr_slice data, hr_arena *a,
+                    hr_activity *out, hr_err *err) {
+    hr_activity old;
+    int rc = hr_feeds_get(f, id, a, &old, err);
+    if (rc != HR_OK) return rc;
+    hr_activity act = old;
+    act.data = data;
+    if (new_object) act.object = *new_object;
+    rc = hr_activity_check(&act, err);
+    if (rc != HR_OK) return rc;
+    hr_buf k = HR_BUF_INIT, v = HR_BUF_INIT;
+    hr_batch *b = hr_batch_new();
+    hr_activity_encode(&act, false, &v);
+    hr_put(b, hr_feeds_body_key(f, id, &k), hr_buf_slice(&v), 0);
+    if (!hr_slice_eq(old.object, act.object)) {
+        if (old.object.len) rem_one(b, hr_feeds_index_key(f, "object", old.object, &k), &old, 0);
+        if (act.object.len) add_one(b, hr_feeds_index_key(f, "object", act.object, &k), &act, 0);
+    }
+    rc = hr_core_exec(f->store, b, 0, "update activity", err);
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    hr_buf_free(&v);
+    if (rc != HR_OK) return rc;
+    *out = act;
+    out->data = hr_arena_copy(a, data);
+    if (new_object) out->object = hr_arena_copy(a, *new_object);
+    return HR_OK;
+}
+
+int hr_feeds_delete(hr_feeds *f, hr_slice id, int64_t now_ms, hr_err *err) {
+    hr_arena arena = HR_ARENA_INIT;
+    hr_activity act;
+    int rc = hr_feeds_get(f, id, &arena, &act, err);
+    if (rc == HR_OK) {
+        /* The tombstone keeps reads from showing it (and a late ADD job from
+         * bringing it back) until every entry is surely gone. */
+        hr_buf k = HR_BUF_INIT, v = HR_BUF_INIT;
+        hr_batch *b = hr_batch_new();
+        hr_feed_job job = {.kind = HR_JOB_REMOVE, .activity = act, .time_ms = now_ms};
+        hr_feeds_push_job(f, b, &job);
+        hr_activity_encode(&act, true, &v);
+        hr_put(b, hr_feeds_body_key(f, id, &k), hr_buf_slice(&v), now_ms + f->opts.timeline_ttl_ms);
+        rc = hr_core_exec(f->store, b, 0, "delete activity", err);
+        hr_batch_free(b);
+        hr_buf_free(&k);
+        hr_buf_free(&v);
+        if (rc == HR_OK) hr_feeds_notify(f);
+    }
+    hr_arena_free(&arena);
+    return rc;
+}
+
+int hr_feeds_relation_job(hr_feeds *f, hr_batch *b, hr_slice uid, bool group, hr_slice other, bool adds,
+                          int64_t now_ms, hr_err *err) {
+    if (!hr_ident_valid(uid)) return hr_err_set(err, HR_EINVAL, "uid must be an identifier");
+    if (!hr_ident_valid(other)) return hr_err_set(err, HR_EINVAL, "%s must be an identifier", group ? "gid" : "target");
+    hr_feed_job job = {.kind = HR_JOB_RELATION, .uid = uid, .other = other, .group = group, .adds = adds,
+                       .time_ms = now_ms};
+    hr_feeds_push_job(f, b, &job);
+    return HR_OK;
+}
+
+/* ---- Pages ---- */
+
+/* A position in a feed: the last (time, id) shown and how many items came
+ * before it. Text: "TIME.ID.POS", e.g. "1763700000000.019a9f3e2c00a1b2c3d4.20". */
+typedef struct feed_pos {
+    bool set;
+    int64_t time_ms;
+    char id[HR_ACTIVITY_ID_LEN + 1];
+    size_t count;
+} feed_pos;
+
+static int cursor_decode(const char *text, feed_pos *p, hr_err *err) {
+    memset(p, 0, sizeof *p);
+    if (text == NULL) return HR_OK;
+    long long t;
+    unsigned long long count;
+    int n = 0;
+    if (sscanf(text, "%lld.%20[0-9a-f].%llu%n", &t, p->id, &count, &n) != 3 || text[n] != '\0' || t < 0 ||
+        strlen(p->id) != HR_ACTIVITY_ID_LEN || count > HR_FEED_OFFSET_MAX + 100000ULL)
+        return hr_err_set(err, HR_EINVAL, "cursor is not valid");
+    p->set = true;
+    p->time_ms = t;
+    p->count = (size_t)count;
+    return HR_OK;
+}
+
+static const char *cursor_encode(hr_arena *a, const feed_pos *p) {
+    char buf[96];
+    int n = snprintf(buf, sizeof buf, "%" PRId64 ".%s.%zu", p->time_ms, p->id, p->count);
+    return hr_arena_strndup(a, buf, (size_t)n);
+}
+
+/* (time, id) newest-first order: negative when x comes first. */
+static int entry_cmp(const void *pa, const void *pb) {
+    const hr_zentry *x = pa, *y = pb;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    return -hr_slice_cmp(x->member, y->member);
+}
+
+/* Whether activity x matches every non-empty field of filter. */
+static bool matches(const hr_activity *x, const hr_activity *filter) {
+    if (filter == NULL) return true;
+    return (!filter->actor.len || hr_slice_eq(filter->actor, x->actor)) &&
+           (!filter->verb.len || hr_slice_eq(filter->verb, x->verb)) &&
+           (!filter->object.len || hr_slice_eq(filter->object, x->object)) &&
+           (!filter->target.len || hr_slice_eq(filter->target, x->target));
+}
+
+/* What a page reads: time lists merged newest first. */
+typedef struct page_plan {
+    hr_slice *keys;
+    size_t n_keys;
+    int64_t after_ms;          /* the request's bound, raised by the TTL for timelines */
+    size_t max_items;          /* positions past this are not shown (timeline_max) */
+    size_t scan_max;           /* entries examined at most (queries) */
+    const hr_activity *filter; /* queries */
+} page_plan;
+
+#define READ_ROUNDS 8
+
+static int read_page(hr_feeds *f, const page_plan *plan, const hr_feed_req *req, int64_t now_ms, hr_arena *a,
+                     hr_feed_page *out, hr_err *err) {
+    memset(out, 0, sizeof *out);
+    if (req->limit < 1 || req->limit > HR_FEED_PAGE_MAX)
+        return hr_err_set(err, HR_EINVAL, "limit must be 1..%d", HR_FEED_PAGE_MAX);
+    if (req->offset > HR_FEED_OFFSET_MAX) return hr_err_set(err, HR_EINVAL, "offset must be 0..%d", HR_FEED_OFFSET_MAX);
+    feed_pos pos;
+    int rc = cursor_decode(req->cursor, &pos, err);
+    if (rc != HR_OK) return rc;
+    out->items = hr_arena_alloc(a, req->limit * sizeof *out->items);
+    size_t skip = req->offset, scanned = 0;
+    bool more = true;
+    hr_batch *b = hr_batch_new();
+    hr_buf k = HR_BUF_INIT;
+    for (int round = 0; rc == HR_OK && round < READ_ROUNDS && more && out->n < req->limit; round++) {
+        if (pos.count >= plan->max_items || scanned >= plan->scan_max) break;
+        size_t want = skip + (req->limit - out->n);
+        if (plan->filter) want = want * 4 > 200 ? want * 4 : 200;
+        if (want > plan->scan_max - scanned) want = plan->scan_max - scanned;
+        if (want > plan->max_items - pos.count + skip) want = plan->max_items - pos.count + skip;
+        if (want > HR_ZRANGE_LIMIT_MAX) want = HR_ZRANGE_LIMIT_MAX;
+        if (want == 0) break;
+        /* One range read per list, from the position on. */
+        hr_batch_reset(b);
+        hr_tlrange_spec spec = hr_tlrange_all(want, now_ms);
+        spec.before_ms = req->before_ms;
+        spec.after_ms = plan->after_ms;
+        if (pos.set) {
+            spec.has_cursor = true;
+            spec.cursor_time = pos.time_ms;
+            spec.cursor_member = hr_slice_of(pos.id, HR_ACTIVITY_ID_LEN);
+        }
+        for (size_t i = 0; i < plan->n_keys; i++) hr_tlrange(b, plan->keys[i], &spec);
+        rc = hr_core_exec(f->store, b, 0, "feed", err);
+        if (rc != HR_OK) break;
+        /* Merge: the newest `want` of all lists, without repeats. */
+        size_t total = 0;
+        more = false;
+        for (size_t i = 0; i < plan->n_keys; i++) {
+            total += hr_batch_result(b, i)->n_entries;
+            more |= hr_batch_result(b, i)->more;
+        }
+        hr_zentry *all = hr_arena_alloc(a, (total + 1) * sizeof *all);
+        size_t n = 0;
+        for (size_t i = 0; i < plan->n_keys; i++) {
+            const hr_result *r = hr_batch_result(b, i);
+            for (size_t j = 0; j < r->n_entries; j++) {
+                all[n] = r->entries[j];
+                all[n].member = hr_arena_copy(a, r->entries[j].member);
+                n++;
+            }
+        }
+        qsort(all, n, sizeof *all, entry_cmp);
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (m == 0 || entry_cmp(&all[m - 1], &all[i]) != 0) all[m++] = all[i];
+        if (m > want) {
+            m = want;
+            more = true;
+        }
+        /* The bodies, in one multi-get. */
+        hr_batch_reset(b);
+        for (size_t i = 0; i < m; i++) hr_get(b, hr_feeds_body_key(f, all[i].member, &k));
+        rc = hr_core_exec(f->store, b, 0, "feed", err);
+        for (size_t i = 0; rc == HR_OK && i < m; i++) {
+            hr_activity act;
+            bool live;
+            rc = body_result(b, i, all[i].member, a, &act, &live, err);
+            if (rc != HR_OK) break;
+            scanned++;
+            pos.set = true;
+            pos.time_ms = (int64_t)all[i].score;
+            memcpy(pos.id, all[i].member.ptr, HR_ACTIVITY_ID_LEN);
+            if (!live || !matches(&act, plan->filter)) continue;
+            pos.count++;
+            if (skip > 0) {
+                skip--;
+                continue;
+            }
+            out->items[out->n++] = act;
+            if (out->n == req->limit || pos.count >= plan->max_items) {
+                more = more || i + 1 < m;
+                break;
+            }
+        }
+    }
+    if (rc == HR_OK && more && pos.count < plan->max_items && pos.set) out->next_cursor = cursor_encode(a, &pos);
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    return rc;
+}
+
+int hr_feeds_read(hr_feeds *f, hr_feed_kind kind, hr_slice id, const hr_feed_req *req, int64_t now_ms,
+                  hr_arena *a, hr_feed_page *out, hr_err *err) {
+    memset(out, 0, sizeof *out);
+    if (!hr_ident_valid(id)) return hr_err_set(err, HR_EINVAL, "%s must be an identifier", kind == HR_FEED_GROUP ? "gid" : "uid");
+    hr_buf k = HR_BUF_INIT;
+    page_plan plan = {.after_ms = req->after_ms, .max_items = SIZE_MAX, .scan_max = SIZE_MAX};
+    int rc = HR_OK;
+    if (kind == HR_FEED_USER || kind == HR_FEED_GROUP) {
+        plan.keys = hr_arena_alloc(a, sizeof *plan.keys);
+        plan.keys[0] = hr_arena_copy(a, kind == HR_FEED_USER ? hr_feeds_user_key(f, id, "/fd", &k)
+                                                             : hr_feeds_group_key(f, id, &k));
+        plan.n_keys = 1;
+    } else {
+        /* The timeline and the feeds of the big accounts this user reads. */
+        int64_t oldest = now_ms - f->opts.timeline_ttl_ms;
+        if (plan.after_ms < oldest) plan.after_ms = oldest;
+        plan.max_items = f->opts.timeline_max;
+        hr_batch *b = hr_batch_new();
+        hr_zrange_spec all = hr_zrange_all(false, HR_ZRANGE_LIMIT_MAX);
+        size_t op = hr_zrange(b, hr_feeds_user_key(f, id, "/big", &k), &all);
+        rc = hr_core_exec(f->store, b, 0, "timeline", err);
+        if (rc == HR_OK) {
+            const hr_result *r = hr_batch_result(b, op);
+            plan.keys = hr_arena_alloc(a, (r->n_entries + 1) * sizeof *plan.keys);
+            plan.keys[plan.n_keys++] = hr_arena_copy(a, hr_feeds_user_key(f, id, "/tl", &k));
+            for (size_t i = 0; i < r->n_entries; i++) {
+                hr_slice acct = r->entries[i].member;
+                if (acct.len < 3) continue;
+                hr_slice who = hr_slice_of(acct.ptr + 2, acct.len - 2);
+                hr_slice key = acct.ptr[0] == 'g' ? hr_feeds_group_key(f, who, &k) : hr_feeds_user_key(f, who, "/fd", &k);
+                plan.keys[plan.n_keys++] = hr_arena_copy(a, key);
+            }
+        }
+        hr_batch_free(b);
+    }
+    hr_buf_free(&k);
+    if (rc != HR_OK) return rc;
+    return read_page(f, &plan, req, now_ms, a, out, err);
+}
+
+int hr_feeds_query(hr_feeds *f, const hr_activity *filter, const hr_feed_req *req, int64_t now_ms, hr_arena *a,
+                   hr_feed_page *out, hr_err *err) {
+    memset(out, 0, sizeof *out);
+    const struct { const char *name; hr_slice v; } fields[] = {
+        {"actor", filter->actor}, {"verb", filter->verb}, {"object", filter->object}, {"target", filter->target}};
+    for (size_t i = 0; i < 4; i++)
+        if (fields[i].v.len && !hr_ident_valid(fields[i].v))
+            return hr_err_set(err, HR_EINVAL, "%s must be an identifier", fields[i].name);
+    /* Read the list most likely to be short: an actor's or an object's
+     * activities before a target's, and a verb's (often huge) last. */
+    hr_buf k = HR_BUF_INIT;
+    hr_slice key;
+    hr_activity probe = {.target = filter->target};
+    hr_slice group = hr_activity_group(&probe);
+    if (filter->actor.len)
+        key = hr_feeds_user_key(f, filter->actor, "/fd", &k);
+    else if (filter->object.len)
+        key = hr_feeds_index_key(f, "object", filter->object, &k);
+    else if (group.len)
+        key = hr_feeds_group_key(f, group, &k);
+    else if (filter->target.len)
+        key = hr_feeds_index_key(f, "target", filter->target, &k);
+    else if (filter->verb.len)
+        key = hr_feeds_index_key(f, "verb", filter->verb, &k);
+    else {
+        hr_buf_free(&k);
+        return hr_err_set(err, HR_EINVAL, "give at least one of actor, verb, object, target");
+    }
+    hr_slice keys[1] = {hr_arena_copy(a, key)};
+    hr_buf_free(&k);
+    page_plan plan = {.keys = keys, .n_keys = 1, .after_ms = req->after_ms, .max_items = SIZE_MAX,
+                      .scan_max = HR_FEED_SCAN_MAX, .filter = filter};
+    return read_page(f, &plan, req, now_ms, a, out, err);
+}

@@ -1,0 +1,73 @@
+/* feeds_internal.h — what feeds.c (requests) and fanout.c (background jobs)
+ * share: the feeds object, the keys of feeds.h, and the fan-out jobs.
+ * Nothing outside these two files includes it. */
+#ifndef HR_FEEDS_INTERNAL_H
+#define HR_FEEDS_INTERNAL_H
+
+#include <pthread.h>
+
+#include "common/buf.h"
+#include "core/feeds.h"
+
+struct hr_feeds {
+    hr_store *store;
+    hr_graph *graph;
+    char *ns;
+    hr_feeds_options opts;
+    /* Called after a job was pushed, so that local workers start at once
+     * rather than at their next poll (fanout.c sets it). */
+    void (*job_pushed)(void *ctx);
+    void *job_pushed_ctx;
+};
+
+/* ---- Keys (feeds.h lists them). Each appends to k after clearing it. ---- */
+hr_slice hr_feeds_body_key(const hr_feeds *f, hr_slice id, hr_buf *k);
+hr_slice hr_feeds_fid_key(const hr_feeds *f, hr_slice actor, hr_slice fid, hr_buf *k);
+hr_slice hr_feeds_user_key(const hr_feeds *f, hr_slice uid, const char *suffix, hr_buf *k); /* "/fd", "/tl", "/big" */
+hr_slice hr_feeds_group_key(const hr_feeds *f, hr_slice gid, hr_buf *k);                    /* the group feed */
+hr_slice hr_feeds_index_key(const hr_feeds *f, const char *field, hr_slice value, hr_buf *k);
+hr_slice hr_feeds_big_key(const hr_feeds *f, hr_buf *k);
+hr_slice hr_feeds_queue_key(const hr_feeds *f, hr_buf *k);
+/* "u:UID" or "g:GID": a big account as /big sets name it. */
+hr_slice hr_feeds_account(bool group, hr_slice id, hr_buf *k);
+
+/* Add to b the writes that make activity a (with id) exist: its body, the
+ * foreign-id mapping, its feed and index entries. Idempotent. */
+void hr_feeds_add_entries(const hr_feeds *f, hr_batch *b, const hr_activity *a);
+/* Add to b the removal of a's feed and index entries (not timelines). */
+void hr_feeds_remove_entries(const hr_feeds *f, hr_batch *b, const hr_activity *a);
+
+/* The expiry of a timeline entry for an activity at time_ms. */
+int64_t hr_feeds_entry_expiry(const hr_feeds *f, int64_t time_ms);
+
+/* ---- Fan-out jobs ---- */
+
+typedef enum {
+    HR_JOB_ADD = 1,      /* an activity was created: fan it out */
+    HR_JOB_REMOVE = 2,   /* an activity was deleted: remove its entries */
+    HR_JOB_RELATION = 3, /* follow / unfollow / join / leave: backfill or remove */
+} hr_job_kind;
+
+/* Flags of an ADD job: the actor / group became big with this activity, and
+ * their followers' /big sets must learn it. */
+enum { HR_JOB_MARK_ACTOR_BIG = 1, HR_JOB_MARK_GROUP_BIG = 2 };
+
+typedef struct hr_feed_job {
+    hr_job_kind kind;
+    /* ADD, REMOVE: the activity (its fanned_* flags say what to fan out). */
+    hr_activity activity;
+    unsigned flags;
+    /* RELATION */
+    hr_slice uid, other;
+    bool group, adds;
+    int64_t time_ms; /* when the job was made */
+} hr_feed_job;
+
+void hr_feed_job_encode(const hr_feed_job *j, hr_buf *out);
+int hr_feed_job_decode(hr_slice payload, hr_arena *a, hr_feed_job *out, hr_err *err);
+
+/* Push job j onto the queue in b (and remember to wake local workers). */
+size_t hr_feeds_push_job(hr_feeds *f, hr_batch *b, const hr_feed_job *j);
+void hr_feeds_notify(hr_feeds *f);
+
+#endif
