@@ -15,7 +15,7 @@ endif
 DEP_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEP_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 
-LIB_SRC  := $(sort $(wildcard src/common/*.c src/store/*.c src/http/*.c src/core/*.c src/api/*.c))
+LIB_SRC  := $(sort $(wildcard src/common/*.c src/store/*.c src/http/*.c src/core/*.c src/api/*.c src/load/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 
