@@ -255,12 +255,7 @@ static int queue_for(rx *x, const hr_op *op, rqueue **qo, qpend **po) {
     }
     pthread_mutex_unlock(&qs->mu);
     if (rc) return rc;
-    if (qb->n == qb->cap) {
-        qb->cap = qb->cap ? qb->cap * 2 : 4;
-        qpend *p = hr_arena_calloc(&x->mem, qb->cap * sizeof *p);
-        if (qb->n) memcpy(p, qb->p, qb->n * sizeof *p);
-        qb->p = p;
-    }
+    qb->p = arena_grow(&x->mem, qb->p, qb->n, &qb->cap, sizeof *qb->p, 4, 0);
     qpend *p = &qb->p[qb->n++];
     memset(p, 0, sizeof *p);
     p->q = q;
@@ -404,13 +399,7 @@ int op_qclaim(rx *x, hr_op *op) {
         uint32_t d = lease_take(q, seq, x->now, x->now + op->lease_ms);
         pthread_mutex_unlock(&qs->mu);
         if (d == 0) continue; /* leased to someone, and the lease runs */
-        if (res->n_jobs == cap) {
-            cap = cap ? cap * 2 : 8;
-            if (cap > op->claim_max) cap = op->claim_max;
-            hr_job *j = hr_arena_alloc(out, cap * sizeof *j);
-            if (res->n_jobs) memcpy(j, res->jobs, res->n_jobs * sizeof *j);
-            res->jobs = j;
-        }
+        res->jobs = arena_grow(out, res->jobs, res->n_jobs, &cap, sizeof *res->jobs, 8, op->claim_max);
         hr_job *j = &res->jobs[res->n_jobs++];
         j->id = id_of(out, seq);
         j->payload = hr_arena_copy(out, hr_slice_of(val.ptr + 8, val.len - 8));
@@ -450,12 +439,7 @@ int op_qack(rx *x, hr_op *op) {
     }
     hr_buf_free(&k);
     if (rc == 0) { /* its lease goes, found or not */
-        if (p->n_acked == p->cap_acked) {
-            p->cap_acked = p->cap_acked ? p->cap_acked * 2 : 16;
-            uint64_t *a = hr_arena_alloc(&x->mem, p->cap_acked * sizeof *a);
-            if (p->n_acked) memcpy(a, p->acked, p->n_acked * sizeof *a);
-            p->acked = a;
-        }
+        p->acked = arena_grow(&x->mem, p->acked, p->n_acked, &p->cap_acked, sizeof *p->acked, 16, 0);
         p->acked[p->n_acked++] = seq;
     }
     return rc;

@@ -252,13 +252,8 @@ int op_tlrange(rx *x, hr_op *op) {
                 res->more = true;
                 break;
             }
-            if (res->n_entries == cap) { /* grow: most reads ask for a page, a few for 10,000 */
-                cap = cap ? cap * 2 : 32;
-                if (cap > sp->limit) cap = sp->limit;
-                hr_zentry *e = hr_arena_alloc(out, cap * sizeof *e);
-                if (res->n_entries) memcpy(e, res->entries, res->n_entries * sizeof *e);
-                res->entries = e;
-            }
+            /* Grown as needed: most reads ask for a page, a few for 10,000. */
+            res->entries = arena_grow(out, res->entries, res->n_entries, &cap, sizeof *res->entries, 32, sp->limit);
             char *m = hr_arena_alloc(out, k.len + 1);
             int64_t t;
             size_t mlen;
@@ -299,12 +294,8 @@ int op_tltrim(rx *x, hr_op *op) {
             drop = time_of_inv(load_u64(k.ptr + plen)) < older;
         if (!drop) drop = live++ >= op->keep;
         if (!drop) continue;
-        if (n == cap) { /* deleted after the iterator is closed (rocks_view.c says why) */
-            cap = cap ? cap * 2 : 64;
-            hr_slice *g = hr_arena_alloc(&x->mem, cap * sizeof *g);
-            if (n) memcpy(g, gone, n * sizeof *g);
-            gone = g;
-        }
+        /* Deleted after the iterator is closed (rocks_view.c says why). */
+        gone = arena_grow(&x->mem, gone, n, &cap, sizeof *gone, 64, 0);
         gone[n++] = hr_arena_copy(&x->mem, k);
     }
     int rc = rx_iter_status(x, &it);
