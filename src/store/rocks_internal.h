@@ -195,6 +195,21 @@ static inline hr_slice rx_iter_key(rx_iter *ri) {
     return hr_slice_of(k, n);
 }
 
+/* An array of *cap elements of `size` bytes in arena a, n of them used,
+ * made ready for one more: arr itself while there is room, else a copy in
+ * a block twice as large (at least `first` elements, at most `max` when max
+ * is not 0), *cap updated. The old block stays in the arena. */
+static inline void *arena_grow(hr_arena *a, void *arr, size_t n, size_t *cap, size_t size, size_t first,
+                               size_t max) {
+    if (n < *cap) return arr;
+    size_t c = *cap ? *cap * 2 : first;
+    if (max && c > max) c = max;
+    void *grown = hr_arena_alloc(a, c * size);
+    if (n) memcpy(grown, arr, n * size);
+    *cap = c;
+    return grown;
+}
+
 /* Copy a RocksDB error into x->err, free it, return HR_EIO. */
 int rx_fail(rx *x, char *errptr);
 /* Free the view. */
