@@ -1,0 +1,88 @@
+/* reading_plan.c — see reading_plan.h. */
+#include "core/reading_plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+hr_rplan_costs hr_rplan_default_costs(void) {
+    hr_rplan_costs c = {.entry = 0.5, .friend_test = 12.0, .friend_extra = 2.0};
+    return c;
+}
+
+typedef struct undecided {
+    int64_t left;
+    size_t i;
+} undecided;
+
+/* Most entries left first; ties by position, so the choice is deterministic. */
+static int by_left_desc(const void *x, const void *y) {
+    const undecided *a = x, *b = y;
+    if (a->left != b->left) return a->left > b->left ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+double hr_rplan_sides(const int64_t *left, size_t n, size_t m, const hr_rplan_costs *c, bool *friends_side) {
+    undecided *u = malloc((n ? n : 1) * sizeof *u);
+    size_t p = 0, forced = 0;
+    double all_lists = 0;
+    for (size_t i = 0; i < n; i++) {
+        friends_side[i] = false;
+        if (left[i] <= 0) continue;
+        u[p++] = (undecided){left[i], i};
+        all_lists += c->entry * (double)left[i];
+    }
+    qsort(u, p, sizeof *u, by_left_desc);
+    if (m > 0)
+        while (forced < p && u[forced].left > HR_RPLAN_LIST_MAX)
+            forced++;
+
+    /* cost(k): the k longest lists go to the friends' side. */
+    size_t best_k = 0;
+    double best = m == 0 ? all_lists : -1, lists = all_lists;
+    for (size_t k = 0; m > 0 && k <= p; k++) {
+        double friends = k == 0 ? 0 : (double)m * (c->friend_test + (double)(k - 1) * c->friend_extra);
+        double cost = friends + lists;
+        if (k >= forced && (best < 0 || cost < best)) {
+            best = cost;
+            best_k = k;
+        }
+        if (k < p) lists -= c->entry * (double)u[k].left;
+    }
+    for (size_t k = 0; k < best_k; k++)
+        friends_side[u[k].i] = true;
+    free(u);
+    return best;
+}
+
+/* ---- Friend index ----------------------------------------------------------- */
+
+void hr_rplan_friends_init(hr_rplan_friends *f, const hr_slice *ids, size_t n, hr_arena *a) {
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    f->ids = ids;
+    f->n = n;
+    f->mask = cap - 1;
+    f->slots = hr_arena_calloc(a, cap * sizeof *f->slots);
+    f->hashes = hr_arena_alloc(a, cap * sizeof *f->hashes);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t h = XXH3_64bits(ids[i].ptr, ids[i].len);
+        size_t s = h & f->mask;
+        bool dup = false;
+        while (f->slots[s] && !dup) {
+            dup = f->hashes[s] == h && hr_slice_eq(ids[f->slots[s] - 1], ids[i]);
+            s = (s + 1) & f->mask;
+        }
+        if (dup) continue;
+        f->slots[s] = (uint32_t)i + 1;
+        f->hashes[s] = h;
+    }
+}
+
+long hr_rplan_friends_find(const hr_rplan_friends *f, hr_slice id) {
+    uint64_t h = XXH3_64bits(id.ptr, id.len);
+    for (size_t s = h & f->mask; f->slots[s]; s = (s + 1) & f->mask)
+        if (f->hashes[s] == h && hr_slice_eq(f->ids[f->slots[s] - 1], id)) return (long)f->slots[s] - 1;
+    return -1;
+}
