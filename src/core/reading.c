@@ -52,7 +52,9 @@ void hr_reading_free(hr_reading *r) {
     free(r);
 }
 
-hr_trends *hr_reading_trends(hr_reading *r) { return r->trends; }
+hr_trends *hr_reading_trends(hr_reading *r) {
+    return r->trends;
+}
 
 static int check_uid(hr_slice uid, const char *what, hr_err *err) {
     if (!hr_ident_valid(uid)) return hr_err_set(err, HR_EINVAL, "%s must be an identifier", what);
@@ -70,7 +72,9 @@ static bool one_in(unsigned n) {
 
 /* The first live score of a reading sorted set: a read at t counts while
  * now < t + ttl. */
-static double live_min(const hr_reading *r, int64_t now_ms) { return (double)(now_ms - r->ttl + 1); }
+static double live_min(const hr_reading *r, int64_t now_ms) {
+    return (double)(now_ms - r->ttl + 1);
+}
 
 /* ---- Sites -------------------------------------------------------------------- */
 
@@ -128,7 +132,9 @@ int hr_reading_site_remove(hr_reading *r, hr_slice domain, hr_arena *a, hr_slice
     return rc;
 }
 
-static int slice_cmp(const void *x, const void *y) { return hr_slice_cmp(*(const hr_slice *)x, *(const hr_slice *)y); }
+static int slice_cmp(const void *x, const void *y) {
+    return hr_slice_cmp(*(const hr_slice *)x, *(const hr_slice *)y);
+}
 
 int hr_reading_sites(hr_reading *r, hr_arena *a, hr_slice **sites, size_t *n, hr_err *err) {
     *sites = NULL;
@@ -437,18 +443,19 @@ static hr_slice *copy_members(const hr_result *res, hr_arena *a, size_t *n) {
 }
 
 int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friends, size_t n_friends,
-                             const hr_slice *urls, size_t n_urls, int64_t now_ms, hr_arena *a, hr_url_reads *out,
-                             hr_reads_stats *stats, hr_err *err) {
+                             const hr_slice *urls, size_t n_urls, int64_t now_ms, hr_arena *a,
+                             hr_url_reads *out, hr_reads_stats *stats, hr_err *err) {
     hr_reads_stats st = {0};
     int rc = check_uid(uid, "uid", err);
     if (rc != HR_OK) return rc;
     if (n_urls < 1 || n_urls > HR_READING_URLS_MAX)
         return hr_err_set(err, HR_EINVAL, "urls must hold 1..%d URLs (got %zu)", HR_READING_URLS_MAX, n_urls);
     if (friends && n_friends > HR_READING_FRIENDS_MAX)
-        return hr_err_set(err, HR_EINVAL, "friends must hold at most %d ids (got %zu)", HR_READING_FRIENDS_MAX,
-                          n_friends);
+        return hr_err_set(err, HR_EINVAL, "friends must hold at most %d ids (got %zu)",
+                          HR_READING_FRIENDS_MAX, n_friends);
     for (size_t i = 0; friends && i < n_friends; i++)
-        if (!hr_ident_valid(friends[i])) return hr_err_set(err, HR_EINVAL, "friends[%zu] must be an identifier", i);
+        if (!hr_ident_valid(friends[i]))
+            return hr_err_set(err, HR_EINVAL, "friends[%zu] must be an identifier", i);
 
     /* Canonical forms, each distinct one queried once. */
     qurl *q = hr_arena_calloc(a, n_urls * sizeof *q);
@@ -465,7 +472,8 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
         size_t j = 0;
         while (j < nq && q[j].h != h)
             j++;
-        if (j == nq) q[nq++] = (qurl){.h = h, .canonical = hr_arena_copy(a, hr_buf_slice(&c)), .more_op = SIZE_MAX};
+        if (j == nq)
+            q[nq++] = (qurl){.h = h, .canonical = hr_arena_copy(a, hr_buf_slice(&c)), .more_op = SIZE_MAX};
         of[i] = j;
     }
     hr_buf_free(&c);
@@ -552,8 +560,10 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
             readers = q[j].size > readers ? q[j].size : readers;
         }
         q[j].size = readers;
-        if (q[j].friends_side) st.urls_friends++;
-        else st.urls_list++;
+        if (q[j].friends_side)
+            st.urls_friends++;
+        else
+            st.urls_list++;
     }
     hr_url_reads *answer = hr_arena_alloc(a, nq * sizeof *answer);
     for (size_t j = 0; j < nq; j++) {
@@ -678,7 +688,8 @@ int hr_reading_friends_popular(hr_reading *r, hr_slice uid, hr_window w, size_t 
         it->friends = hr_arena_alloc(a, g[i].friends * sizeof *it->friends);
         it->n_friends = 0;
         for (size_t j = g[i].first; j < g[i].first + g[i].n; j++)
-            if (j == g[i].first || reads[j - 1].f != reads[j].f) it->friends[it->n_friends++] = friends[reads[j].f];
+            if (j == g[i].first || reads[j - 1].f != reads[j].f)
+                it->friends[it->n_friends++] = friends[reads[j].f];
     }
 done:
     hr_batch_free(b);

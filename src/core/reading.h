@@ -77,8 +77,8 @@
 #define HR_READING_LIST_FIRST 32    /* readers of each URL read in the first round trip */
 
 typedef struct hr_reading_options {
-    const char *ns;             /* key namespace, copied ("" in the server) */
-    int64_t ttl_ms;             /* reading_ttl, >= 1 */
+    const char *ns;              /* key namespace, copied ("" in the server) */
+    int64_t ttl_ms;              /* reading_ttl, >= 1 */
     const hr_rplan_costs *costs; /* NULL: hr_rplan_default_costs() (tests force a side) */
 } hr_reading_options;
 
@@ -128,17 +128,17 @@ int hr_reading_record(hr_reading *r, hr_slice uid, hr_slice url, int64_t time_ms
 /* ---- friends-reads ------------------------------------------------------- */
 
 typedef struct hr_url_reads {
-    hr_slice url;       /* canonical, in the arena */
-    hr_slice *friends;  /* the friends who read it, in friend-list order (in the arena) */
+    hr_slice url;      /* canonical, in the arena */
+    hr_slice *friends; /* the friends who read it, in friend-list order (in the arena) */
     size_t n_friends;
-    int64_t readers;    /* distinct readers within the ttl */
+    int64_t readers; /* distinct readers within the ttl */
 } hr_url_reads;
 
 /* How a friends-reads call was answered (for tests and the benchmark). */
 typedef struct hr_reads_stats {
-    size_t friends;       /* friends considered */
-    size_t urls_list;     /* URLs answered from their reader lists */
-    size_t urls_friends;  /* URLs answered from the friends' packed sets */
+    size_t friends;      /* friends considered */
+    size_t urls_list;    /* URLs answered from their reader lists */
+    size_t urls_friends; /* URLs answered from the friends' packed sets */
     size_t round_trips;
 } hr_reads_stats;
 
@@ -149,8 +149,8 @@ typedef struct hr_reads_stats {
  * out[i] answers urls[i]. HR_EINVAL with a detail naming "urls[i]" for a
  * URL that does not canonicalise. stats may be NULL. */
 int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friends, size_t n_friends,
-                             const hr_slice *urls, size_t n_urls, int64_t now_ms, hr_arena *a, hr_url_reads *out,
-                             hr_reads_stats *stats, hr_err *err);
+                             const hr_slice *urls, size_t n_urls, int64_t now_ms, hr_arena *a,
+                             hr_url_reads *out, hr_reads_stats *stats, hr_err *err);
 
 /* ---- friends-popular ------------------------------------------------------- */
 

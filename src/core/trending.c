@@ -54,16 +54,24 @@ int hr_window_parse(const char *text, hr_window *out) {
     return HR_EINVAL;
 }
 
-const char *hr_window_name(hr_window w) { return G[w].name; }
-int64_t hr_window_ms(hr_window w) { return G[w].window; }
-int64_t hr_window_bucket_ms(hr_window w) { return G[w].width; }
+const char *hr_window_name(hr_window w) {
+    return G[w].name;
+}
+int64_t hr_window_ms(hr_window w) {
+    return G[w].window;
+}
+int64_t hr_window_bucket_ms(hr_window w) {
+    return G[w].width;
+}
 
 static int64_t floor_div(int64_t a, int64_t b) {
     int64_t q = a / b;
     return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
 }
 
-static bool is_pow2(int64_t c) { return c > 0 && (c & (c - 1)) == 0; }
+static bool is_pow2(int64_t c) {
+    return c > 0 && (c & (c - 1)) == 0;
+}
 
 bool hr_trends_milestone(int64_t c) {
     return is_pow2(c) || (c > 0 && c % 3 == 0 && is_pow2(c / 3));
@@ -226,8 +234,12 @@ static int check_limit(size_t limit, hr_err *err) {
 }
 
 /* Candidates per bucket and candidates whose counters are read. */
-static size_t per_bucket(size_t limit) { return limit + 32 < HR_ZRANGE_LIMIT_MAX ? limit + 32 : HR_ZRANGE_LIMIT_MAX; }
-static size_t exact_cut(size_t limit) { return 2 * limit + 16; }
+static size_t per_bucket(size_t limit) {
+    return limit + 32 < HR_ZRANGE_LIMIT_MAX ? limit + 32 : HR_ZRANGE_LIMIT_MAX;
+}
+static size_t exact_cut(size_t limit) {
+    return 2 * limit + 16;
+}
 
 /* Round trip 2 and the answer: for each candidate the counters of window
  * w (and, for trending, of the day), and its URL. */
@@ -264,7 +276,8 @@ static int list(hr_trends *t, hr_window w, bool trending, size_t limit, int64_t 
         hr_trend_item x = {.url_hash = c[i].h, .url = hr_arena_copy(a, u->value)};
         x.readers = weighted_sum(b, ops[3 * i], weights, nb);
         if (trending) {
-            x.score = hr_trends_score(x.readers, weighted_sum(b, ops[3 * i + 1], day_weights, nd), &x.baseline);
+            x.score =
+                hr_trends_score(x.readers, weighted_sum(b, ops[3 * i + 1], day_weights, nd), &x.baseline);
             if (x.score <= 0 || x.readers < HR_TRENDING_MIN_READERS) continue;
         } else if (llround(x.readers) == 0) {
             continue;

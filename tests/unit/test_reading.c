@@ -92,8 +92,10 @@ Test(reading_plan, the_choice_is_the_cheapest_prefix) {
                 bool f = mask >> i & 1;
                 if (f && left[i] == 0) ok = false;
                 if (!f && left[i] > HR_RPLAN_LIST_MAX) ok = false;
-                if (f) k++;
-                else cost += COSTS.entry * (double)left[i];
+                if (f)
+                    k++;
+                else
+                    cost += COSTS.entry * (double)left[i];
             }
             if (!ok) continue;
             if (k) cost += (double)m * (COSTS.friend_test + (k - 1) * COSTS.friend_extra);
@@ -103,8 +105,10 @@ Test(reading_plan, the_choice_is_the_cheapest_prefix) {
         double check = 0;
         int k = 0;
         for (int i = 0; i < 8; i++) {
-            if (side[i]) k++;
-            else check += COSTS.entry * (double)left[i];
+            if (side[i])
+                k++;
+            else
+                check += COSTS.entry * (double)left[i];
         }
         if (k) check += (double)m * (COSTS.friend_test + (k - 1) * COSTS.friend_extra);
         cr_assert_float_eq(check, got, 1e-6, "the flags are the choice costed");
@@ -266,8 +270,8 @@ static void befriend(env *e, const char *x, const char *y) {
     hr_err err = {0};
     for (int i = 0; i < 2; i++) {
         hr_batch *b = hr_batch_new();
-        cr_assert_eq(hr_graph_follow(e->graph, b, hr_slice_str(i ? y : x), hr_slice_str(i ? x : y), hr_now_ms(),
-                                     NULL, &err),
+        cr_assert_eq(hr_graph_follow(e->graph, b, hr_slice_str(i ? y : x), hr_slice_str(i ? x : y),
+                                     hr_now_ms(), NULL, &err),
                      HR_OK, "%s", err.msg);
         hr_batch_free(b);
     }
@@ -277,8 +281,9 @@ static void site(env *e, const char *domain) {
     hr_slice s;
     bool was_new;
     hr_err err = {0};
-    cr_assert_eq(hr_reading_site_add(e->reading, hr_slice_str(domain), hr_now_ms(), &e->a, &s, &was_new, &err),
-                 HR_OK, "%s", err.msg);
+    cr_assert_eq(
+        hr_reading_site_add(e->reading, hr_slice_str(domain), hr_now_ms(), &e->a, &s, &was_new, &err), HR_OK,
+        "%s", err.msg);
 }
 
 static void share(env *e, const char *uid, bool on) {
@@ -290,8 +295,9 @@ static void share(env *e, const char *uid, bool on) {
 static hr_read_outcome record_at(env *e, const char *uid, const char *url, int64_t t) {
     hr_read_outcome o;
     hr_err err = {0};
-    cr_assert_eq(hr_reading_record(e->reading, hr_slice_str(uid), hr_slice_str(url), t, hr_now_ms(), &o, &err),
-                 HR_OK, "record %s %s: %s", uid, url, err.msg);
+    cr_assert_eq(
+        hr_reading_record(e->reading, hr_slice_str(uid), hr_slice_str(url), t, hr_now_ms(), &o, &err), HR_OK,
+        "record %s %s: %s", uid, url, err.msg);
     return o;
 }
 
@@ -300,15 +306,15 @@ static void read_ok(env *e, const char *uid, const char *url) {
 }
 
 /* friends-reads for n URLs; the answers into out (in e->a). */
-static hr_reads_stats ask(env *e, const char *uid, const hr_slice *friends, size_t nf, const char *const *urls,
-                          size_t n, hr_url_reads *out) {
+static hr_reads_stats ask(env *e, const char *uid, const hr_slice *friends, size_t nf,
+                          const char *const *urls, size_t n, hr_url_reads *out) {
     hr_slice *u = hr_arena_alloc(&e->a, n * sizeof *u);
     for (size_t i = 0; i < n; i++)
         u[i] = hr_slice_str(urls[i]);
     hr_reads_stats st;
     hr_err err = {0};
-    cr_assert_eq(hr_reading_friends_reads(e->reading, hr_slice_str(uid), friends, nf, u, n, hr_now_ms(), &e->a,
-                                          out, &st, &err),
+    cr_assert_eq(hr_reading_friends_reads(e->reading, hr_slice_str(uid), friends, nf, u, n, hr_now_ms(),
+                                          &e->a, out, &st, &err),
                  HR_OK, "%s", err.msg);
     return st;
 }
@@ -332,7 +338,8 @@ static void sites_and_reasons(env *e) {
     size_t n;
     cr_assert_eq(hr_reading_sites(e->reading, &e->a, &s, &n, NULL), HR_OK);
     cr_assert_eq(n, 2);
-    cr_assert(hr_slice_eq(s[0], hr_slice_str("blog.example.org")) && hr_slice_eq(s[1], hr_slice_str("news.example")),
+    cr_assert(hr_slice_eq(s[0], hr_slice_str("blog.example.org")) &&
+                  hr_slice_eq(s[1], hr_slice_str("news.example")),
               "sorted and canonical");
 
     cr_assert_eq(record_at(e, "ann", "https://news.example/a", hr_now_ms()), HR_READ_NOT_OPTED_IN);
@@ -345,27 +352,31 @@ static void sites_and_reasons(env *e) {
     cr_assert_eq(record_at(e, "ann", "https://example.org/c", hr_now_ms()), HR_READ_SITE_NOT_SELECTED,
                  "the parent of a selected site is not selected");
     cr_assert_eq(record_at(e, "ann", "https://other.example.org/c", hr_now_ms()), HR_READ_SITE_NOT_SELECTED);
-    cr_assert_eq(record_at(e, "ann", "https://news.example.evil.com/", hr_now_ms()), HR_READ_SITE_NOT_SELECTED);
+    cr_assert_eq(record_at(e, "ann", "https://news.example.evil.com/", hr_now_ms()),
+                 HR_READ_SITE_NOT_SELECTED);
     cr_assert_eq(record_at(e, "ann", "https://news.example/old", hr_now_ms() - e->ttl - 1), HR_READ_EXPIRED);
     /* not opted in is said before anything else */
     cr_assert_eq(record_at(e, "bob", "https://elsewhere.example/", hr_now_ms()), HR_READ_NOT_OPTED_IN);
 
     bool was;
     hr_slice canon;
-    cr_assert_eq(hr_reading_site_remove(e->reading, hr_slice_str("news.example"), &e->a, &canon, &was, NULL), HR_OK);
+    cr_assert_eq(hr_reading_site_remove(e->reading, hr_slice_str("news.example"), &e->a, &canon, &was, NULL),
+                 HR_OK);
     cr_assert(was);
     cr_assert_eq(record_at(e, "ann", "https://news.example/a2", hr_now_ms()), HR_READ_SITE_NOT_SELECTED);
-    cr_assert_eq(hr_reading_site_remove(e->reading, hr_slice_str("news.example"), &e->a, &canon, &was, NULL), HR_OK);
+    cr_assert_eq(hr_reading_site_remove(e->reading, hr_slice_str("news.example"), &e->a, &canon, &was, NULL),
+                 HR_OK);
     cr_assert(!was);
 
     hr_err err = {0};
     bool was_new;
-    cr_assert_eq(hr_reading_site_add(e->reading, hr_slice_str("bad domain"), 0, &e->a, &canon, &was_new, &err),
-                 HR_EINVAL);
+    cr_assert_eq(
+        hr_reading_site_add(e->reading, hr_slice_str("bad domain"), 0, &e->a, &canon, &was_new, &err),
+        HR_EINVAL);
     cr_assert(strstr(err.msg, "domain") != NULL, "%s", err.msg);
     hr_read_outcome o;
-    cr_assert_eq(hr_reading_record(e->reading, hr_slice_str("ann"), hr_slice_str("ftp://x.com/"), 0, hr_now_ms(),
-                                   &o, &err),
+    cr_assert_eq(hr_reading_record(e->reading, hr_slice_str("ann"), hr_slice_str("ftp://x.com/"), 0,
+                                   hr_now_ms(), &o, &err),
                  HR_EINVAL);
     cr_assert(strstr(err.msg, "url") != NULL, "%s", err.msg);
 }
@@ -381,7 +392,9 @@ static void friends_only_and_variants_fold(env *e) {
     befriend(e, "me", "f3");
     /* fan follows me, I do not follow fan: not a friend */
     hr_batch *b = hr_batch_new();
-    cr_assert_eq(hr_graph_follow(e->graph, b, hr_slice_str("fan"), hr_slice_str("me"), hr_now_ms(), NULL, NULL), HR_OK);
+    cr_assert_eq(
+        hr_graph_follow(e->graph, b, hr_slice_str("fan"), hr_slice_str("me"), hr_now_ms(), NULL, NULL),
+        HR_OK);
     hr_batch_free(b);
 
     read_ok(e, "f1", "https://paper.example/story?utm_source=x");
@@ -424,16 +437,16 @@ static void friends_only_and_variants_fold(env *e) {
     /* bad input */
     hr_slice bad[] = {hr_slice_str("https://paper.example/x"), hr_slice_str("not a url")};
     hr_err err = {0};
-    cr_assert_eq(hr_reading_friends_reads(e->reading, hr_slice_str("me"), NULL, 0, bad, 2, hr_now_ms(), &e->a, out,
-                                          NULL, &err),
+    cr_assert_eq(hr_reading_friends_reads(e->reading, hr_slice_str("me"), NULL, 0, bad, 2, hr_now_ms(), &e->a,
+                                          out, NULL, &err),
                  HR_EINVAL);
     cr_assert(strstr(err.msg, "urls[1]") != NULL, "%s", err.msg);
     hr_url_reads many[HR_READING_URLS_MAX + 1];
     hr_slice u101[HR_READING_URLS_MAX + 1];
     for (size_t i = 0; i <= HR_READING_URLS_MAX; i++)
         u101[i] = bad[0];
-    cr_assert_eq(hr_reading_friends_reads(e->reading, hr_slice_str("me"), NULL, 0, u101, HR_READING_URLS_MAX + 1,
-                                          hr_now_ms(), &e->a, many, NULL, &err),
+    cr_assert_eq(hr_reading_friends_reads(e->reading, hr_slice_str("me"), NULL, 0, u101,
+                                          HR_READING_URLS_MAX + 1, hr_now_ms(), &e->a, many, NULL, &err),
                  HR_EINVAL);
     cr_assert_eq(hr_reading_friends_reads(e->reading, hr_slice_str("me"), NULL, 0, u101, HR_READING_URLS_MAX,
                                           hr_now_ms(), &e->a, many, NULL, &err),
@@ -503,8 +516,8 @@ static void model_both_sides(env *e) {
                             if (got.len) hr_buf_append_byte(&got, ',');
                             hr_buf_append_str(&got, uid[v]);
                         }
-                cr_assert_str_eq(got.len ? got.data : "", want.len ? want.data : "", "mode %d, %s, URL %d", mode,
-                                 uid[u], i);
+                cr_assert_str_eq(got.len ? got.data : "", want.len ? want.data : "", "mode %d, %s, URL %d",
+                                 mode, uid[u], i);
                 cr_assert_eq(out[i].readers, readers, "mode %d, %s, URL %d: readers", mode, uid[u], i);
                 hr_buf_free(&want);
                 hr_buf_free(&got);
@@ -596,18 +609,18 @@ static void trending_order(env *e) {
         readers_at(e, p, 5, "https://trend.example/steady", now - h * HOUR);
     }
     readers_at(e, "s0-", 4, "https://trend.example/steady", now - 5 * MINUTE);
-    readers_at(e, "n", 6, "https://trend.example/new", now - 5 * MINUTE);        /* new: 6 */
-    readers_at(e, "r", 3, "https://trend.example/rising", now - 3 * HOUR);       /* 3 before... */
-    readers_at(e, "q", 9, "https://trend.example/rising", now - 5 * MINUTE);     /* ...9 now */
-    readers_at(e, "one", 1, "https://trend.example/single", now - 5 * MINUTE);   /* noise */
+    readers_at(e, "n", 6, "https://trend.example/new", now - 5 * MINUTE);      /* new: 6 */
+    readers_at(e, "r", 3, "https://trend.example/rising", now - 3 * HOUR);     /* 3 before... */
+    readers_at(e, "q", 9, "https://trend.example/rising", now - 5 * MINUTE);   /* ...9 now */
+    readers_at(e, "one", 1, "https://trend.example/single", now - 5 * MINUTE); /* noise */
     hr_trend_item *it;
     size_t n;
     hr_err err = {0};
-    cr_assert_eq(hr_trends_trending(hr_reading_trends(e->reading), 10, hr_now_ms(), &e->a, &it, &n, &err), HR_OK,
-                 "%s", err.msg);
+    cr_assert_eq(hr_trends_trending(hr_reading_trends(e->reading), 10, hr_now_ms(), &e->a, &it, &n, &err),
+                 HR_OK, "%s", err.msg);
     cr_assert_eq(n, 2, "steady scores 0 or less, single is under the minimum");
-    cr_assert(hr_slice_eq(it[0].url, hr_slice_str("https://trend.example/rising")), "%.*s", (int)it[0].url.len,
-              it[0].url.ptr);
+    cr_assert(hr_slice_eq(it[0].url, hr_slice_str("https://trend.example/rising")), "%.*s",
+              (int)it[0].url.len, it[0].url.ptr);
     cr_assert_float_eq(it[0].readers, 9, 1e-9);
     cr_assert_float_eq(it[0].baseline, 3.0 / 23, 1e-9);
     cr_assert(hr_slice_eq(it[1].url, hr_slice_str("https://trend.example/new")));
@@ -637,8 +650,8 @@ static void friends_popular(env *e) {
     hr_url_reads *it;
     size_t n;
     hr_err err = {0};
-    cr_assert_eq(hr_reading_friends_popular(e->reading, hr_slice_str("me"), HR_WINDOW_1D, 10, hr_now_ms(), &e->a,
-                                            &it, &n, &err),
+    cr_assert_eq(hr_reading_friends_popular(e->reading, hr_slice_str("me"), HR_WINDOW_1D, 10, hr_now_ms(),
+                                            &e->a, &it, &n, &err),
                  HR_OK, "%s", err.msg);
     cr_assert_eq(n, 3, "URL 4 has no friend reader");
     /* 1 and 2 have two friends each in the day; 2 was read more recently */
@@ -648,8 +661,8 @@ static void friends_popular(env *e) {
     cr_assert_eq(it[1].readers, 3);
     cr_assert(hr_slice_eq(it[2].url, hr_slice_str("https://fp.example/3")));
     cr_assert_eq(it[2].readers, 2);
-    cr_assert_eq(hr_reading_friends_popular(e->reading, hr_slice_str("me"), HR_WINDOW_7D, 1, hr_now_ms(), &e->a, &it,
-                                            &n, &err),
+    cr_assert_eq(hr_reading_friends_popular(e->reading, hr_slice_str("me"), HR_WINDOW_7D, 1, hr_now_ms(),
+                                            &e->a, &it, &n, &err),
                  HR_OK);
     cr_assert_eq(n, 1);
     cr_assert(hr_slice_eq(it[0].url, hr_slice_str("https://fp.example/1")) && it[0].n_friends == 3);
