@@ -577,11 +577,13 @@ static void popular_windows(env *e) {
     site(e, "pop.example");
     int64_t now = hr_now_ms();
     readers_at(e, "x", 5, "https://pop.example/x", now - 3 * HOUR);
-    readers_at(e, "y", 3, "https://pop.example/y", now - 5 * MINUTE);
+    /* y: two moments in one 10-minute bucket (so in one bucket of every granularity) */
+    int64_t y1 = (now - 30 * MINUTE) / (10 * MINUTE) * (10 * MINUTE) + MINUTE, y2 = y1 + 2 * MINUTE;
+    readers_at(e, "y", 3, "https://pop.example/y", y1);
     readers_at(e, "z", 4, "https://pop.example/z", now - 2 * DAY);
     readers_at(e, "o", 6, "https://pop.example/old", now - 9 * DAY); /* past every window */
     /* a reader coming back in the same bucket counts once */
-    cr_assert_eq(record_at(e, "y0", "https://pop.example/y", now - 4 * MINUTE), HR_READ_RECORDED);
+    cr_assert_eq(record_at(e, "y0", "https://pop.example/y", y2), HR_READ_RECORDED);
     size_t n;
     hr_trend_item *it = popular(e, HR_WINDOW_1H, &n);
     cr_assert_eq(n, 1);
