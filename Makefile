@@ -15,7 +15,7 @@ endif
 DEP_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEP_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 
-LIB_SRC  := $(sort $(wildcard src/common/*.c src/store/*.c src/http/*.c src/core/*.c src/api/*.c))
+LIB_SRC  := $(sort $(wildcard src/common/*.c src/store/*.c src/http/*.c src/core/*.c src/api/*.c src/load/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 
@@ -34,7 +34,7 @@ all: $(BUILD)/herald
 
 help:
 	@echo "make            build build/herald"
-	@echo "make run        install what is missing, build, serve on 127.0.0.1:8080 (rocksdb:./data)"
+	@echo "make run        install what is missing, build, load a demo dataset the first time, serve on 127.0.0.1:8080 (rocksdb:./data)"
 	@echo "make test       install what is missing, build, run unit + end-to-end tests on RocksDB and Redis Cluster"
 	@echo "make bench      benchmarks (see BENCHMARKS.md)"
 	@echo "make deps       install the Debian packages herald needs"
@@ -75,8 +75,12 @@ $(SAN)/herald: $(SAN)/src/main.o $(SAN)/libherald.a
 $(SAN)/unit: $(UNIT_OBJ) $(SAN)/libherald.a
 	$(CC) $(SANFLAGS) -o $@ $^ $(DEP_LIBS) -lcriterion
 
+# The first `make run` loads a small demo social graph into ./data (users
+# u0..u1999 following ~450 each, groups, activities); later runs reuse it.
+DEMO_USERS ?= 2000
 run: deps
 	@$(MAKE) --no-print-directory $(BUILD)/herald
+	@[ -n "$(ARGS)" ] || [ -d data ] || $(BUILD)/herald load --users $(DEMO_USERS) --store rocksdb:./data
 	$(BUILD)/herald serve $(ARGS)
 
 # Unit tests need a Redis Cluster for the store conformance suite; the

@@ -54,3 +54,79 @@ run_wrk() {
     [ "${non2xx:-0}" -gt 0 ] && log "WARNING: $name: $non2xx non-2xx answers"
     return 0
 }
+
+# wait_http URL PID LOG WHAT: until URL answers (fails the run if PID exits).
+wait_http() {
+    local url=$1 pid=$2 logf=$3 what=$4
+    for _ in $(seq 1 200); do
+        kill -0 "$pid" 2>/dev/null || { tail_log "$logf"; die "$what exited before answering on $url"; }
+        if "$PY" - "$url" <<'PYEOF' 2>/dev/null
+import sys, urllib.request
+urllib.request.urlopen(sys.argv[1], timeout=1).read()
+PYEOF
+        then return 0; fi
+        sleep 0.1
+    done
+    tail_log "$logf"
+    die "$what does not answer on $url after 20 s"
+}
+
+# start_herald NAME STORE [EXTRA ARGS...]: a herald serving STORE with 2 I/O
+# threads; sets HERALD_URL and HERALD_PID (added to PIDS, stopped on exit).
+start_herald() {
+    local name=$1 store=$2 port out err
+    shift 2
+    port=$(free_port)
+    out=$TMP/herald-$name.out
+    err=$TMP/herald-$name.err
+    local cmd=("$HERALD" serve --listen "127.0.0.1:$port" --store "$store" --threads 2 "$@")
+    COMMANDS+=("$(quote_cmd "${cmd[@]}")")
+    log "starting herald ($name): ${cmd[*]}"
+    "${cmd[@]}" >"$out" 2>"$err" &
+    local pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 1 600); do
+        grep -q ready "$out" 2>/dev/null && break
+        kill -0 "$pid" 2>/dev/null || { tail_log "$err"; die "herald ($name) exited before it was ready"; }
+        sleep 0.1
+    done
+    grep -q ready "$out" || { tail_log "$err"; die "herald ($name) printed no ready line in 60 s"; }
+    HERALD_URL="http://127.0.0.1:$port"
+    HERALD_PID=$pid
+    wait_http "$HERALD_URL/healthz" "$pid" "$err" "herald ($name)"
+    log "herald ($name) ready at $HERALD_URL"
+}
+
+# start_nginx: nginx answering a constant (bench/nginx.conf.tmpl); sets
+# NGINX_PORT and NGINX_PID.
+start_nginx() {
+    NGINX_PORT=$(free_port)
+    NGINX_DIR=$TMP/nginx
+    mkdir -p "$NGINX_DIR"
+    sed -e "s#@DIR@#$NGINX_DIR#g" -e "s#@PORT@#$NGINX_PORT#g" bench/nginx.conf.tmpl >"$NGINX_DIR/nginx.conf"
+    nginx -t -q -p "$NGINX_DIR" -c "$NGINX_DIR/nginx.conf" 2>"$NGINX_DIR/t.log" || { cat "$NGINX_DIR/t.log" >&2; die "nginx rejects its config"; }
+    COMMANDS+=("nginx -p $NGINX_DIR -c $NGINX_DIR/nginx.conf   (bench/nginx.conf.tmpl: worker_processes 2; return 200 \"42\")")
+    nginx -p "$NGINX_DIR" -c "$NGINX_DIR/nginx.conf" 2>"$NGINX_DIR/stderr.log" &
+    NGINX_PID=$!
+    PIDS+=("$NGINX_PID")
+    wait_http "http://127.0.0.1:$NGINX_PORT/" "$NGINX_PID" "$NGINX_DIR/nginx-error.log" nginx
+}
+
+cluster_ok() { redis-cli -p "$1" cluster info 2>/dev/null | grep -q 'cluster_state:ok'; }
+
+# ensure_cluster PORT: use the Redis Cluster on PORT, or start one (the
+# caller's cleanup stops it when CLUSTER_STARTED=1).
+ensure_cluster() {
+    local port=$1
+    if cluster_ok "$port"; then
+        log "using the Redis Cluster already running on $port"
+        return 0
+    fi
+    [ -x scripts/redis-cluster.sh ] || die "scripts/redis-cluster.sh is missing: cannot start a Redis Cluster"
+    COMMANDS+=("scripts/redis-cluster.sh start $port")
+    log "starting a Redis Cluster: scripts/redis-cluster.sh start $port"
+    CLUSTER_STARTED=1
+    scripts/redis-cluster.sh start "$port" >"$TMP/cluster-$port.log" 2>&1 || { tail_log "$TMP/cluster-$port.log"; die "scripts/redis-cluster.sh start $port failed"; }
+    for _ in $(seq 1 100); do cluster_ok "$port" && break; sleep 0.1; done
+    cluster_ok "$port" || { tail_log "$TMP/cluster-$port.log"; die "the Redis Cluster on $port is not ok"; }
+}

@@ -11,6 +11,8 @@
 #   5. bench/stories.sh: stories and ratings (issue 5), results in
 #      bench/results/stories-latest.md (BENCH_SKIP_STORIES=1 skips it; its own
 #      variables are described there, e.g. BENCH_STORIES_SCALE)
+#   6. bench/feeds.sh: activity feeds and fan-out (issue 3), results in
+#      bench/results/feeds-latest.md (BENCH_SKIP_FEEDS=1 skips it)
 #
 # and prints a table (req/s, p50, p99, herald/nginx ratios against the targets
 # PUT >= 0.6 with p99 <= 2 ms, GET >= 0.7), also written to
@@ -30,6 +32,7 @@
 #                       one with scripts/redis-cluster.sh and stops it at the end
 #   BENCH_SKIP_CLUSTER  1: skip part 4
 #   BENCH_SKIP_STORIES  1: skip part 5
+#   BENCH_SKIP_FEEDS    1: skip part 6 (bench/feeds.sh: feeds and fan-out, issue 3)
 #   BENCH_STRICT        1: exit 1 when a target is missed
 #   HERALD_BIN          the server (build/herald)
 #
@@ -66,7 +69,7 @@ die() {
     exit 1
 }
 
-# quote_cmd, tail_log, free_port, stop_pid, to_ms, run_wrk
+# quote_cmd, tail_log, free_port, stop_pid, to_ms, run_wrk, wait_http, start_herald, start_nginx, ensure_cluster
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 cleanup() {
@@ -104,58 +107,6 @@ need redis-cli
 need redis-benchmark
 [ -x "$HERALD" ] || die "$HERALD does not exist or is not executable (make build/herald)"
 
-wait_http() { # url pid log what
-    local url=$1 pid=$2 logf=$3 what=$4
-    for _ in $(seq 1 200); do
-        kill -0 "$pid" 2>/dev/null || { tail_log "$logf"; die "$what exited before answering on $url"; }
-        if "$PY" - "$url" <<'EOF' 2>/dev/null
-import sys, urllib.request
-urllib.request.urlopen(sys.argv[1], timeout=1).read()
-EOF
-        then return 0; fi
-        sleep 0.1
-    done
-    tail_log "$logf"
-    die "$what does not answer on $url after 20 s"
-}
-
-# ---- wrk ---------------------------------------------------------------------
-
-# ---- herald ------------------------------------------------------------------
-
-# start_herald NAME STORE: sets HERALD_URL
-start_herald() {
-    local name=$1 store=$2 port out err
-    port=$(free_port)
-    out=$TMP/herald-$name.out
-    err=$TMP/herald-$name.err
-    local cmd=("$HERALD" serve --listen "127.0.0.1:$port" --store "$store" --threads 2)
-    COMMANDS+=("$(quote_cmd "${cmd[@]}")")
-    log "starting herald ($name): ${cmd[*]}"
-    "${cmd[@]}" >"$out" 2>"$err" &
-    local pid=$!
-    PIDS+=("$pid")
-    for _ in $(seq 1 200); do
-        grep -q ready "$out" 2>/dev/null && break
-        kill -0 "$pid" 2>/dev/null || { tail_log "$err"; die "herald ($name) exited before it was ready"; }
-        sleep 0.1
-    done
-    grep -q ready "$out" || { tail_log "$err"; die "herald ($name) printed no ready line in 20 s"; }
-    HERALD_URL="http://127.0.0.1:$port"
-    HERALD_PID=$pid
-    wait_http "$HERALD_URL/healthz" "$pid" "$err" "herald ($name)"
-    # One PUT and GET must work before we measure anything.
-    local probe
-    probe=$("$PY" - "$HERALD_URL" <<'EOF'
-import sys, urllib.request
-u = sys.argv[1] + "/api/v1/counter/bench-probe"
-r = urllib.request.urlopen(urllib.request.Request(u, data=b"probe", method="PUT"), timeout=5)
-print(r.status, r.read().decode().strip())
-EOF
-) || { tail_log "$err"; die "herald ($name) does not answer a counter PUT"; }
-    log "herald ($name) ready at $HERALD_URL (probe PUT: $probe)"
-}
-
 # ---- 1. nginx ----------------------------------------------------------------
 
 log "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
@@ -163,16 +114,7 @@ LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 if awk -v l="${LOAD_START%% *}" 'BEGIN { exit !(l > 0.5) }'; then
     log "WARNING: load average $LOAD_START before the run: other work on this machine skews the numbers"
 fi
-NGINX_PORT=$(free_port)
-NGINX_DIR=$TMP/nginx
-mkdir -p "$NGINX_DIR"
-sed -e "s#@DIR@#$NGINX_DIR#g" -e "s#@PORT@#$NGINX_PORT#g" bench/nginx.conf.tmpl >"$NGINX_DIR/nginx.conf"
-nginx -t -q -p "$NGINX_DIR" -c "$NGINX_DIR/nginx.conf" 2>"$NGINX_DIR/t.log" || { cat "$NGINX_DIR/t.log" >&2; die "nginx rejects its config"; }
-COMMANDS+=("nginx -p $NGINX_DIR -c $NGINX_DIR/nginx.conf   (bench/nginx.conf.tmpl: worker_processes 2; return 200 \"42\")")
-nginx -p "$NGINX_DIR" -c "$NGINX_DIR/nginx.conf" 2>"$NGINX_DIR/stderr.log" &
-NGINX_PID=$!
-PIDS+=("$NGINX_PID")
-wait_http "http://127.0.0.1:$NGINX_PORT/" "$NGINX_PID" "$NGINX_DIR/nginx-error.log" nginx
+start_nginx
 # The ceiling in the same request shapes as herald's runs (same wrk Lua scripts,
 # same paths, the PUT with its token body), so the ratios compare like with like;
 # and plain `wrk URL` for reference.
@@ -230,20 +172,8 @@ stop_pid "$REDIS_PID"
 
 # ---- 4. herald on a Redis Cluster ------------------------------------------------
 
-cluster_ok() { redis-cli -p "$CLUSTER_PORT" cluster info 2>/dev/null | grep -q 'cluster_state:ok'; }
-
 if [ "${BENCH_SKIP_CLUSTER:-0}" != 1 ]; then
-    if cluster_ok; then
-        log "using the Redis Cluster already running on $CLUSTER_PORT"
-    else
-        [ -x scripts/redis-cluster.sh ] || die "scripts/redis-cluster.sh is missing: cannot start a Redis Cluster (BENCH_SKIP_CLUSTER=1 skips this part)"
-        COMMANDS+=("scripts/redis-cluster.sh start $CLUSTER_PORT")
-        log "starting a Redis Cluster: scripts/redis-cluster.sh start $CLUSTER_PORT"
-        CLUSTER_STARTED=1
-        scripts/redis-cluster.sh start "$CLUSTER_PORT" >"$TMP/cluster.log" 2>&1 || { tail_log "$TMP/cluster.log"; die "scripts/redis-cluster.sh start $CLUSTER_PORT failed"; }
-        for _ in $(seq 1 100); do cluster_ok && break; sleep 0.1; done
-        cluster_ok || { tail_log "$TMP/cluster.log"; die "the Redis Cluster on $CLUSTER_PORT is not ok"; }
-    fi
+    ensure_cluster "$CLUSTER_PORT"
     start_herald cluster "redis://127.0.0.1:$CLUSTER_PORT"
     run_wrk "herald cluster PUT" "$CONNS" bench/counter_put.lua "$HERALD_URL"
     run_wrk "herald cluster GET" "$CONNS" bench/counter_get.lua "$HERALD_URL"
@@ -347,5 +277,12 @@ fi
 if [ "${BENCH_SKIP_STORIES:-0}" != 1 ]; then
     echo
     bench/stories.sh || STATUS=1
+fi
+
+# ---- 6. activity feeds (bench/feeds.sh, its own results file) -----------------------
+
+if [ "${BENCH_SKIP_FEEDS:-0}" != 1 ]; then
+    echo
+    bench/feeds.sh || STATUS=1
 fi
 exit "$STATUS"

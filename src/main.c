@@ -25,6 +25,9 @@
 #include "core/fanout.h"
 #include "core/feeds.h"
 #include "core/graph.h"
+#include "load/load.h"
+#include "common/alloc.h"
+#include <unistd.h>
 #include "http/http.h"
 #include "store/store.h"
 
@@ -41,6 +44,10 @@ static void usage(FILE *f) {
             "  herald serve [--listen HOST:PORT] [--store URI] [--secret-file FILE]\n"
             "               [--threads N] [--sync] [--set NAME=VALUE]... [--config FILE]\n"
             "  herald token USER --secret-file FILE   print a token that may act as USER\n"
+            "  herald load [--users N] [--activities N] [--seed N] [--store URI] [--threads N]\n"
+            "              [--set NAME=VALUE]...   build a synthetic social dataset: N users\n"
+            "              (default 10000) following ~450 each (power law), groups, N x\n"
+            "              activities posts over 60 days, fanned out; a progress bar on a terminal\n"
             "  herald --help | --version\n"
             "\n"
             "serve options (each is also a setting: --listen X is --set listen=X):\n"
@@ -63,6 +70,25 @@ static void usage(FILE *f) {
 }
 
 /* ---- serve ---------------------------------------------------------------- */
+
+/* The feed and fan-out settings, checked once for serve and load. */
+static bool feed_settings_valid(const hr_config *cfg) {
+    if (cfg->timeline_max < 1 || cfg->timeline_max > HR_ZRANGE_LIMIT_MAX || cfg->timeline_ttl < 1 ||
+        cfg->fanout_batch < 1 || cfg->fanout_batch > HR_ZRANGE_LIMIT_MAX || cfg->fanout_lease < 1 ||
+        cfg->fanout_workers > 64 || cfg->fanout_threshold > INT64_MAX) {
+        fprintf(stderr, "herald: timeline_max and fanout_batch must be 1..%u, timeline_ttl and fanout_lease at "
+                        "least 1ms, fanout_workers at most 64\n", HR_ZRANGE_LIMIT_MAX);
+        return false;
+    }
+    return true;
+}
+
+#define FEEDS_OPTIONS(cfg)                                                                                 \
+    .ns = "", .fanout_threshold = (int64_t)(cfg).fanout_threshold, .timeline_ttl_ms = (cfg).timeline_ttl, \
+    .timeline_max = (size_t)(cfg).timeline_max
+#define FANOUT_OPTIONS(cfg)                                                                                \
+    .workers = (unsigned)(cfg).fanout_workers, .lease_ms = (cfg).fanout_lease,                            \
+    .batch = (size_t)(cfg).fanout_batch, .throttle_ms = (cfg).fanout_throttle, .poll_ms = 100
 
 /* Split "HOST:PORT" or "[V6]:PORT" into host and port. */
 static int split_listen(const char *listen, char *host, size_t host_cap, uint16_t *port, hr_err *err) {
@@ -218,22 +244,13 @@ static int serve(int argc, char **argv) {
     stories = hr_stories_new(store, &story_opts);
     ratings = hr_ratings_new(store, stories);
     members = hr_members_new(store, "");
-    if (cfg.timeline_max < 1 || cfg.timeline_max > HR_ZRANGE_LIMIT_MAX || cfg.timeline_ttl < 1 ||
-        cfg.fanout_batch < 1 || cfg.fanout_batch > HR_ZRANGE_LIMIT_MAX || cfg.fanout_lease < 1 ||
-        cfg.fanout_workers > 64 || cfg.fanout_threshold > INT64_MAX) {
-        fprintf(stderr, "herald: timeline_max and fanout_batch must be 1..%u, timeline_ttl and fanout_lease at "
-                        "least 1ms, fanout_workers at most 64\n", HR_ZRANGE_LIMIT_MAX);
+    if (!feed_settings_valid(&cfg)) {
         status = EXIT_USAGE;
         goto done;
     }
     graph = hr_graph_new(store, "");
-    hr_feeds_options feed_opts = {.ns = "", .fanout_threshold = (int64_t)cfg.fanout_threshold,
-                                  .timeline_ttl_ms = cfg.timeline_ttl, .timeline_max = (size_t)cfg.timeline_max};
-    feeds = hr_feeds_new(store, graph, &feed_opts);
-    hr_fanout_options fanout_opts = {.workers = (unsigned)cfg.fanout_workers, .lease_ms = cfg.fanout_lease,
-                                     .batch = (size_t)cfg.fanout_batch, .throttle_ms = cfg.fanout_throttle,
-                                     .poll_ms = 100};
-    fanout = hr_fanout_start(feeds, &fanout_opts);
+    feeds = hr_feeds_new(store, graph, &(hr_feeds_options){FEEDS_OPTIONS(cfg)});
+    fanout = hr_fanout_start(feeds, &(hr_fanout_options){FANOUT_OPTIONS(cfg)});
     if (cfg.reading_ttl < 1) {
         fprintf(stderr, "herald: reading_ttl must be at least 1ms\n");
         status = EXIT_USAGE;
@@ -290,6 +307,76 @@ done:
     return status;
 }
 
+/* ---- load ----------------------------------------------------------------- */
+
+/* herald load [--users N] [--activities N] [--seed N] [serve's --store, --set,
+ * --config, --threads]: the loader's own flags are taken out first, the rest
+ * are settings (fanout_threshold decides who is big while loading). */
+static int load(int argc, char **argv) {
+    hr_load_options lo = {.users = 10000, .follows_mean = 450, .follows_max = 5000, .popular = 0.1,
+                          .activities = 1, .threads = 2, .seed = 1, .out = stderr, .progress = isatty(2)};
+    char **rest = hr_xcalloc((size_t)argc + 1, sizeof *rest);
+    int n_rest = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        bool ours = strcmp(a, "--users") == 0 || strcmp(a, "--activities") == 0 || strcmp(a, "--seed") == 0;
+        if (!ours) {
+            rest[n_rest++] = argv[i];
+            continue;
+        }
+        char *end = NULL;
+        const char *v = i + 1 < argc ? argv[++i] : "";
+        double d = strtod(v, &end);
+        if (end == v || *end != '\0' || d < 0 || d > 1e9) {
+            free(rest);
+            return fprintf(stderr, "herald load: %s needs a number\n", a), EXIT_USAGE;
+        }
+        if (strcmp(a, "--users") == 0) lo.users = (uint64_t)d;
+        else if (strcmp(a, "--activities") == 0) lo.activities = d;
+        else lo.seed = (uint64_t)d;
+    }
+    hr_config cfg;
+    hr_config_init(&cfg);
+    int status = parse_serve_args(n_rest, rest, &cfg);
+    free(rest);
+    if (status == 0 && !feed_settings_valid(&cfg)) status = EXIT_USAGE;
+    if (cfg.threads) lo.threads = (unsigned)cfg.threads;
+    hr_store *store = NULL;
+    hr_err err = {0};
+    if (status == 0 && hr_store_open(cfg.store, &(hr_store_options){.sync = cfg.sync, .timeout_ms = (int)cfg.store_timeout},
+                                     &store, &err) != HR_OK) {
+        fprintf(stderr, "herald load: cannot open store %s: %s\n", cfg.store, err.msg);
+        status = 1;
+    }
+    if (status == 0) {
+        hr_graph *graph = hr_graph_new(store, "");
+        hr_feeds *feeds = hr_feeds_new(store, graph, &(hr_feeds_options){FEEDS_OPTIONS(cfg)});
+        hr_fanout_options fo = {FANOUT_OPTIONS(cfg)};
+        hr_load_stats st;
+        fprintf(stderr, "herald load: %llu users into %s\n", (unsigned long long)lo.users, cfg.store);
+        if (hr_load_run(store, graph, feeds, &fo, &lo, &st, &err) != HR_OK) {
+            fprintf(stderr, "herald load: %s\n", err.msg);
+            status = 1;
+        } else {
+            printf("users %llu  follows %llu (%.0f per user)  groups %llu  memberships %llu  activities %llu  "
+                   "big accounts %llu\n",
+                   (unsigned long long)st.users, (unsigned long long)st.follows, (double)st.follows / (double)st.users,
+                   (unsigned long long)st.groups, (unsigned long long)st.memberships,
+                   (unsigned long long)st.activities, (unsigned long long)st.big_accounts);
+            printf("graph %.1fs (%.0f follows/s)  activities %.1fs (%.0f creates/s)  fan-out %.1fs: %llu timeline "
+                   "entries, %.0f entries/s\n",
+                   st.graph_s, (double)st.follows / st.graph_s, st.activities_s,
+                   (double)st.activities / st.activities_s, st.fanout_s, (unsigned long long)st.fanout_entries,
+                   st.fanout_s > 0 ? (double)st.fanout_entries / st.fanout_s : 0.0);
+        }
+        hr_feeds_free(feeds);
+        hr_graph_free(graph);
+    }
+    hr_store_close(store);
+    hr_config_free(&cfg);
+    return status;
+}
+
 /* ---- token ---------------------------------------------------------------- */
 
 static int token(int argc, char **argv) {
@@ -332,6 +419,7 @@ int main(int argc, char **argv) {
     }
     if (strcmp(cmd, "serve") == 0) return serve(argc - 2, argv + 2);
     if (strcmp(cmd, "token") == 0) return token(argc - 2, argv + 2);
+    if (strcmp(cmd, "load") == 0) return load(argc - 2, argv + 2);
     fprintf(stderr, "herald: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return EXIT_USAGE;

@@ -101,6 +101,7 @@ typedef struct job_run {
     checkpoint ck;
     hr_buf ck_key;
     int64_t now_ms;
+    unsigned batches; /* written so far in this run */
 } job_run;
 
 enum {
@@ -245,6 +246,10 @@ static int paged_phase(job_run *r, unsigned phase, hr_graph_set set, hr_slice id
         bool more = page->more;
         rc = checkpoint_save(r, err);
         if (rc != HR_OK || !more) break;
+        if (r->o->max_batches && ++r->batches >= r->o->max_batches) {
+            rc = hr_err_set(err, HR_EINTERNAL, "fan-out: stopped after %u batches (max_batches)", r->batches);
+            break;
+        }
         throttle(r);
     }
     hr_batch_free(rb);

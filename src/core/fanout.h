@@ -40,6 +40,10 @@ typedef struct hr_fanout_options {
     size_t batch;         /* timeline entries per store batch (1..10000) */
     int64_t throttle_ms;  /* pause between batches of one job (0: none) */
     int64_t poll_ms;      /* how often idle workers look for jobs of other processes */
+    /* Tests: give up a job after this many batches, exactly as a worker
+     * killed there would (no ack; the lease runs out, the checkpoint stays).
+     * 0: no limit. */
+    unsigned max_batches;
 } hr_fanout_options;
 
 typedef struct hr_fanout hr_fanout;

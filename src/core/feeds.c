@@ -329,6 +329,17 @@ int hr_feeds_delete(hr_feeds *f, hr_slice id, int64_t now_ms, hr_err *err) {
     return rc;
 }
 
+int hr_feeds_big_count(hr_feeds *f, int64_t *n, hr_err *err) {
+    hr_buf k = HR_BUF_INIT;
+    hr_batch *b = hr_batch_new();
+    size_t op = hr_zcard(b, hr_feeds_big_key(f, &k));
+    int rc = hr_core_exec(f->store, b, 0, "big accounts", err);
+    *n = rc == HR_OK ? hr_batch_result(b, op)->num : 0;
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    return rc;
+}
+
 int hr_feeds_relation_job(hr_feeds *f, hr_batch *b, hr_slice uid, bool group, hr_slice other, bool adds,
                           int64_t now_ms, hr_err *err) {
     if (!hr_ident_valid(uid)) return hr_err_set(err, HR_EINVAL, "uid must be an identifier");

@@ -111,6 +111,9 @@ int hr_feeds_read(hr_feeds *f, hr_feed_kind kind, hr_slice id, const hr_feed_req
 int hr_feeds_query(hr_feeds *f, const hr_activity *filter, const hr_feed_req *req, int64_t now_ms,
                    hr_arena *a, hr_feed_page *out, hr_err *err);
 
+/* How many accounts (users and groups) are big. */
+int hr_feeds_big_count(hr_feeds *f, int64_t *n, hr_err *err);
+
 /* Add to b the job that follows a graph change: uid started (adds) or
  * stopped following user `other` (group false) or being a member of group
  * `other` (group true). The job backfills the timeline or removes the

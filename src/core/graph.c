@@ -96,6 +96,36 @@ int hr_graph_follow(hr_graph *g, hr_batch *b, hr_slice uid, hr_slice target, int
     return rc;
 }
 
+int hr_graph_follow_many(hr_graph *g, hr_slice uid, const hr_slice *targets, size_t n, int64_t now_ms,
+                         hr_err *err) {
+    int rc = check_id(uid, "uid", err);
+    for (size_t i = 0; rc == HR_OK && i < n; i++) {
+        rc = check_id(targets[i], "target", err);
+        if (rc == HR_OK && hr_slice_eq(uid, targets[i])) rc = hr_err_set(err, HR_EINVAL, "a user cannot follow itself");
+    }
+    if (rc != HR_OK) return rc;
+    hr_batch *b = hr_batch_new();
+    for (size_t i = 0; i < n; i++) relate(g, b, HR_GRAPH_FOLLOWS, uid, HR_GRAPH_FOLLOWERS, targets[i], true, now_ms);
+    rc = hr_core_exec(g->store, b, 0, "follow", err);
+    hr_buf k = HR_BUF_INIT;
+    if (rc == HR_OK) {
+        hr_batch_reset(b);
+        for (size_t i = 0; i < n; i++) hr_zscore(b, key_of(g, HR_GRAPH_FOLLOWS, targets[i], &k), uid);
+        rc = hr_core_exec(g->store, b, 0, "follow", err);
+    }
+    if (rc == HR_OK) {
+        hr_batch *fb = hr_batch_new();
+        for (size_t i = 0; i < n; i++)
+            if (hr_batch_result(b, i)->rc == HR_OK)
+                relate(g, fb, HR_GRAPH_FRIENDS, uid, HR_GRAPH_FRIENDS, targets[i], true, now_ms);
+        if (hr_batch_len(fb)) rc = hr_core_exec(g->store, fb, 0, "follow", err);
+        hr_batch_free(fb);
+    }
+    hr_buf_free(&k);
+    hr_batch_free(b);
+    return rc;
+}
+
 int hr_graph_unfollow(hr_graph *g, hr_batch *b, hr_slice uid, hr_slice target, bool *was_following,
                       hr_err *err) {
     int rc = check_id(uid, "uid", err);

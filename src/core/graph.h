@@ -65,6 +65,13 @@ void hr_graph_key(const hr_graph *g, hr_graph_set set, hr_slice id, hr_buf *k);
  * before. HR_EINVAL for uid == target. */
 int hr_graph_follow(hr_graph *g, hr_batch *b, hr_slice uid, hr_slice target, int64_t now_ms,
                     bool *was_new, hr_err *err);
+/* uid follows every one of targets[0..n) (n <= HR_ZRANGE_LIMIT_MAX; none
+ * equal to uid): the bulk form of hr_graph_follow for loading a graph, with
+ * no fan-out jobs. 3 round trips whatever n: both ends of every edge, then
+ * the reverse edges, then the friend entries. */
+int hr_graph_follow_many(hr_graph *g, hr_slice uid, const hr_slice *targets, size_t n, int64_t now_ms,
+                         hr_err *err);
+
 /* uid stops following target (and they stop being friends). As for follow,
  * the writes join b. *was_following (may be NULL) says whether uid did. */
 int hr_graph_unfollow(hr_graph *g, hr_batch *b, hr_slice uid, hr_slice target, bool *was_following,

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# bench/feeds.sh — activity feed benchmarks (issue 3; `make bench` runs it
+# after bench/run.sh, BENCH_SKIP_FEEDS=1 skips it). In one run:
+#
+#   1. fan-out throughput, RocksDB and Redis Cluster, on the same dataset:
+#      `herald load --users $FANOUT_USERS` into each store; the loader drains
+#      the fan-out queue with 2 threads and prints timeline entries per second.
+#      On Redis every entry is a pipelined ZADD: that is the Redis reference.
+#   2. the headline dataset: `herald load --users $USERS` into RocksDB
+#   3. nginx answering a constant (the HTTP ceiling)
+#   4. herald on that dataset: home timeline page of 20 for random users,
+#      wrk at 64 connections (req/s, p50, p99, ratio to nginx)
+#   5. the page's cost in store round trips and operations (from /metrics
+#      over 2,000 pages)
+#   6. create-to-visible delay for a 450-follower actor, p50 / p99, measured
+#      while wrk keeps reading timelines (bench/feeds_probe.py)
+#
+# Results: bench/results/feeds-latest.md (with the commands).
+#
+# Environment: BENCH_FEEDS_USERS (100000), BENCH_FEEDS_FANOUT_USERS (20000),
+# BENCH_FEEDS_ACTIVITIES (1 per user), BENCH_DURATION (10), BENCH_WARMUP (2),
+# BENCH_CONNECTIONS (64), BENCH_WRK_THREADS (2), BENCH_FEEDS_CLUSTER_PORT (7600),
+# BENCH_FEEDS_PROBES (200).
+
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+USERS=${BENCH_FEEDS_USERS:-100000}
+FANOUT_USERS=${BENCH_FEEDS_FANOUT_USERS:-20000}
+ACTIVITIES=${BENCH_FEEDS_ACTIVITIES:-1}
+DUR=${BENCH_DURATION:-10}
+WARMUP=${BENCH_WARMUP:-2}
+CONNS=${BENCH_CONNECTIONS:-64}
+WRK_THREADS=${BENCH_WRK_THREADS:-2}
+CLUSTER_PORT=${BENCH_FEEDS_CLUSTER_PORT:-7600}
+PROBES=${BENCH_FEEDS_PROBES:-200}
+HERALD=${HERALD_BIN:-build/herald}
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+RESULTS=$ROOT/bench/results/feeds-latest.md
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/herald-feeds.XXXXXX")
+PIDS=()
+CLUSTER_STARTED=0
+COMMANDS=()
+ROWS=()
+START_TIME=$(date +%s)
+
+log() { printf '[feeds %4ds] %s\n' "$(( $(date +%s) - START_TIME ))" "$*" >&2; }
+die() { printf '\nbench/feeds.sh: FAILED: %s\n' "$*" >&2; exit 1; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+cleanup() {
+    local rc=$?
+    set +e
+    for pid in "${PIDS[@]:-}"; do [ -n "$pid" ] && stop_pid "$pid"; done
+    [ "$CLUSTER_STARTED" = 1 ] && scripts/redis-cluster.sh stop "$CLUSTER_PORT" >/dev/null 2>&1
+    if [ "$rc" -ne 0 ] && [ -n "${KEEP_TMP:-}" ]; then echo "logs kept in $TMP" >&2; else rm -rf "$TMP"; fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+for tool in wrk nginx redis-server redis-cli; do
+    command -v "$tool" >/dev/null 2>&1 || die "$tool is not installed (make deps installs it)"
+done
+[ -x "$HERALD" ] || die "$HERALD does not exist (make build/herald)"
+
+# load NAME STORE USERS: runs herald load, keeps its summary in $TMP/load-NAME.txt
+load() {
+    local name=$1 store=$2 users=$3
+    local cmd=("$HERALD" load --users "$users" --activities "$ACTIVITIES" --store "$store" --threads 2)
+    COMMANDS+=("$(quote_cmd "${cmd[@]}")")
+    log "loading ($name): ${cmd[*]}"
+    "${cmd[@]}" >"$TMP/load-$name.txt" 2>"$TMP/load-$name.err" || { tail_log "$TMP/load-$name.err"; die "herald load ($name) failed"; }
+    cat "$TMP/load-$name.txt" >&2
+}
+entries_per_s() { grep -o '[0-9]* entries/s' "$TMP/load-$1.txt" | awk '{print $1}'; }
+
+log "machine: $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# ---- 1. fan-out throughput, both stores, same dataset ----------------------------
+load fanout-rocksdb "rocksdb:$TMP/fanout-rocks" "$FANOUT_USERS"
+ensure_cluster "$CLUSTER_PORT"
+redis-cli -p "$CLUSTER_PORT" --cluster call "127.0.0.1:$CLUSTER_PORT" FLUSHALL >/dev/null 2>&1 || true
+load fanout-redis "redis://127.0.0.1:$CLUSTER_PORT" "$FANOUT_USERS"
+FAN_ROCKS=$(entries_per_s fanout-rocksdb)
+FAN_REDIS=$(entries_per_s fanout-redis)
+redis-cli -p "$CLUSTER_PORT" --cluster call "127.0.0.1:$CLUSTER_PORT" FLUSHALL >/dev/null 2>&1 || true
+
+# ---- 2. the headline dataset ------------------------------------------------------
+if [ "$USERS" = "$FANOUT_USERS" ]; then
+    cp "$TMP/load-fanout-rocksdb.txt" "$TMP/load-main.txt"
+    DATA=$TMP/fanout-rocks
+else
+    load main "rocksdb:$TMP/main-rocks" "$USERS"
+    DATA=$TMP/main-rocks
+fi
+
+# ---- 3. nginx ---------------------------------------------------------------------
+start_nginx
+run_wrk "nginx constant" "$CONNS" "" "http://127.0.0.1:$NGINX_PORT/"
+run_wrk "nginx timeline-shaped" "$CONNS" bench/timeline.lua "http://127.0.0.1:$NGINX_PORT"
+stop_pid "$NGINX_PID"
+
+# ---- 4-6. herald on the dataset -----------------------------------------------------
+start_herald feeds "rocksdb:$DATA"
+export BENCH_USERS=$USERS
+run_wrk "herald timeline page" "$CONNS" bench/timeline.lua "$HERALD_URL"
+COMMANDS+=("$PY bench/feeds_probe.py cost $HERALD_URL $USERS 2000")
+COST=$("$PY" bench/feeds_probe.py cost "$HERALD_URL" "$USERS" 2000)
+log "page cost: $COST"
+# The probe runs while wrk reads timelines at 64 connections.
+wrk -t"$WRK_THREADS" -c"$CONNS" -d"$(( PROBES / 5 + 30 ))s" -s bench/timeline.lua "$HERALD_URL" >"$TMP/wrk-bg.txt" 2>&1 &
+WRK_BG=$!
+PIDS+=("$WRK_BG")
+COMMANDS+=("$PY bench/feeds_probe.py delay $HERALD_URL $USERS $PROBES   (while wrk -c$CONNS reads timelines)")
+DELAY=$("$PY" bench/feeds_probe.py delay "$HERALD_URL" "$USERS" "$PROBES")
+log "create-to-visible: $DELAY"
+stop_pid "$WRK_BG"
+kill -0 "$HERALD_PID" 2>/dev/null || { tail_log "$TMP/herald-feeds.err"; die "herald died during the run"; }
+stop_pid "$HERALD_PID"
+
+# ---- report -------------------------------------------------------------------------
+field() { for r in "${ROWS[@]}"; do [ "${r%%|*}" = "$1" ] && { echo "$r" | cut -d'|' -f"$2"; return; }; done; }
+NG=$(field "nginx constant" 2)
+HT=$(field "herald timeline page" 2)
+RATIO=$(awk -v a="$HT" -v b="$NG" 'BEGIN { printf "%.2f", a / b }')
+FRATIO=$(awk -v a="$FAN_ROCKS" -v b="$FAN_REDIS" 'BEGIN { printf "%.1f", a / b }')
+mkdir -p "$(dirname "$RESULTS")"
+{
+    echo "# Feed benchmarks ($(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
+    echo
+    echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'); load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."
+    echo
+    echo "| measurement | result | target |"
+    echo "|---|---|---|"
+    echo "| fan-out, RocksDB ($FANOUT_USERS users) | $FAN_ROCKS entries/s | >= 1,000,000 |"
+    echo "| fan-out, Redis Cluster, pipelined ZADD (same dataset) | $FAN_REDIS entries/s | |"
+    echo "| RocksDB / Redis | ${FRATIO}x | >= 2x |"
+    echo "| home timeline page of 20, $USERS users | $HT req/s, p50 $(field "herald timeline page" 3) ms, p99 $(field "herald timeline page" 4) ms | |"
+    echo "| nginx constant | $NG req/s | |"
+    echo "| timeline / nginx | $RATIO | >= 0.5, p99 <= 5 ms |"
+    echo "| page cost | $COST | O(1) range reads + 1 multi-get + 1 per big account |"
+    echo "| create-to-visible, 450 followers, under load | $DELAY | |"
+    echo
+    echo "Datasets:"
+    echo; echo '```'; cat "$TMP/load-fanout-rocksdb.txt" "$TMP/load-fanout-redis.txt" "$TMP/load-main.txt"; echo '```'
+    echo
+    echo "All rows:"
+    echo
+    echo "| run | req/s | p50 ms | p99 ms | errors |"
+    echo "|---|---|---|---|---|"
+    for r in "${ROWS[@]}"; do echo "| ${r//|/ | } |"; done
+    echo
+    echo "Commands:"
+    echo
+    for c in "${COMMANDS[@]}"; do echo "    $c"; done
+} >"$RESULTS"
+cat "$RESULTS"

@@ -1,0 +1,312 @@
+/* Unit tests of core/graph, core/activity, core/feeds and core/fanout over a
+ * real store, on both backends, with no HTTP: the fan-out queue is worked
+ * synchronously with hr_fanout_run, so every step is deterministic. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/arena.h"
+#include "core/activity.h"
+#include "core/fanout.h"
+#include "core/feeds.h"
+#include "core/graph.h"
+#include "support.h"
+
+#define T0 1700000000000LL
+
+typedef struct env {
+    test_store t;
+    char ns[40];
+    hr_graph *graph;
+    hr_feeds *feeds;
+    hr_fanout_options fo;
+    hr_arena a;
+    int64_t now;
+} env;
+
+typedef void (*env_check)(env *e);
+
+static void run(const char *kind, env_check check, int64_t threshold, size_t timeline_max) {
+    env e;
+    memset(&e, 0, sizeof e);
+    test_store_open(&e.t, kind);
+    test_unique(e.ns, sizeof e.ns - 1, "t");
+    strcat(e.ns, "/");
+    e.graph = hr_graph_new(e.t.store, e.ns);
+    hr_feeds_options o = {.ns = e.ns, .fanout_threshold = threshold, .timeline_ttl_ms = 60LL * 86400000,
+                          .timeline_max = timeline_max};
+    e.feeds = hr_feeds_new(e.t.store, e.graph, &o);
+    e.fo = (hr_fanout_options){.workers = 0, .lease_ms = 30000, .batch = 10};
+    e.now = T0 + 3600000;
+    check(&e);
+    hr_feeds_free(e.feeds);
+    hr_graph_free(e.graph);
+    hr_arena_free(&e.a);
+    test_store_close(&e.t);
+}
+
+static void run_default(const char *kind, env_check check) { run(kind, check, 10000, 1000); }
+static void run_big(const char *kind, env_check check) { run(kind, check, 2, 1000); }
+
+#define BOTH_BACKENDS(check, runner)                                                                         \
+    Test(feeds_rocksdb, check) { runner("rocksdb", check); }                                                 \
+    Test(feeds_redis, check) { runner("redis", check); }
+
+/* ---- helpers ---- */
+
+static void follow(env *e, const char *a, const char *b) {
+    hr_err err = {0};
+    hr_batch *bt = hr_batch_new();
+    cr_assert_eq(hr_feeds_relation_job(e->feeds, bt, hr_slice_str(a), false, hr_slice_str(b), true, e->now, &err),
+                 HR_OK);
+    cr_assert_eq(hr_graph_follow(e->graph, bt, hr_slice_str(a), hr_slice_str(b), e->now, NULL, &err), HR_OK, "%s",
+                 err.msg);
+    hr_batch_free(bt);
+}
+
+static void unfollow(env *e, const char *a, const char *b) {
+    hr_err err = {0};
+    hr_batch *bt = hr_batch_new();
+    cr_assert_eq(hr_feeds_relation_job(e->feeds, bt, hr_slice_str(a), false, hr_slice_str(b), false, e->now, &err),
+                 HR_OK);
+    cr_assert_eq(hr_graph_unfollow(e->graph, bt, hr_slice_str(a), hr_slice_str(b), NULL, &err), HR_OK, "%s", err.msg);
+    hr_batch_free(bt);
+}
+
+static hr_activity post(env *e, const char *actor, const char *target, int64_t time) {
+    hr_activity in = {.actor = hr_slice_str(actor), .verb = hr_slice_str("post"), .time_ms = time};
+    if (target) in.target = hr_slice_str(target);
+    hr_activity out;
+    bool dup;
+    hr_err err = {0};
+    cr_assert_eq(hr_feeds_create(e->feeds, &in, e->now, &e->a, &out, &dup, &err), HR_OK, "%s", err.msg);
+    cr_assert(!dup);
+    return out;
+}
+
+/* Work the queue until it is empty; returns the jobs run. */
+static size_t drain(env *e) {
+    size_t total = 0, done;
+    hr_err err = {0};
+    for (int i = 0; i < 1000; i++) {
+        cr_assert_eq(hr_fanout_run(e->feeds, &e->fo, "unit", 100, &done, &err), HR_OK, "%s", err.msg);
+        if (done == 0) break;
+        total += done;
+    }
+    return total;
+}
+
+/* The ids of a feed page as one string "id,id,...". */
+static const char *read_ids(env *e, hr_feed_kind kind, const char *who, size_t limit) {
+    hr_feed_req req = {.limit = limit, .before_ms = INT64_MAX, .after_ms = INT64_MIN};
+    hr_feed_page page;
+    hr_err err = {0};
+    cr_assert_eq(hr_feeds_read(e->feeds, kind, hr_slice_str(who), &req, e->now, &e->a, &page, &err), HR_OK, "%s",
+                 err.msg);
+    static char buf[8192];
+    buf[0] = 0;
+    for (size_t i = 0; i < page.n; i++) {
+        if (i) strcat(buf, ",");
+        strcat(buf, page.items[i].id);
+    }
+    return buf;
+}
+
+static int64_t depth(env *e) {
+    int64_t d, oldest;
+    hr_err err = {0};
+    cr_assert_eq(hr_fanout_queue_info(e->feeds, &d, &oldest, &err), HR_OK, "%s", err.msg);
+    return d;
+}
+
+/* ---- pure: encodings ---- */
+
+Test(activity, encode_decode_round_trip) {
+    hr_activity a = {.time_ms = T0, .actor = hr_slice_str("u1"), .verb = hr_slice_str("rsvp"),
+                     .object = hr_slice_str("event:1"), .target = hr_slice_str("group:g1"),
+                     .foreign_id = hr_slice_str("f9"), .data = hr_slice_str("{\"x\":1}"), .fanned_members = true};
+    hr_activity_new_id(a.time_ms, a.id);
+    cr_assert(hr_activity_id_valid(hr_slice_str(a.id)));
+    cr_assert_eq(strncmp(a.id, "018bcfe56800", 12), 0, "the id starts with the time in hex: %s", a.id);
+    hr_buf v = HR_BUF_INIT;
+    hr_activity_encode(&a, true, &v);
+    hr_arena ar = HR_ARENA_INIT;
+    hr_activity b;
+    bool tomb;
+    hr_err err = {0};
+    cr_assert_eq(hr_activity_decode(hr_slice_str(a.id), hr_buf_slice(&v), &ar, &b, &tomb, &err), HR_OK);
+    cr_assert(tomb);
+    cr_assert_str_eq(b.id, a.id);
+    cr_assert_eq(b.time_ms, T0);
+    cr_assert(hr_slice_eq(b.target, a.target) && hr_slice_eq(b.data, a.data) && hr_slice_eq(b.foreign_id, a.foreign_id));
+    cr_assert(b.fanned_members && !b.fanned_followers);
+    cr_assert(hr_slice_eq(hr_activity_group(&b), hr_slice_str("g1")));
+    /* every truncation is refused, never read past */
+    for (size_t n = 0; n < 10 + 3; n++)
+        cr_assert_eq(hr_activity_decode(hr_slice_str(a.id), hr_slice_of(v.data, n), &ar, &b, &tomb, &err),
+                     HR_EINTERNAL, "length %zu", n);
+    hr_buf_free(&v);
+    hr_arena_free(&ar);
+}
+
+Test(activity, check_names_the_field) {
+    hr_activity a = {.actor = hr_slice_str("u1"), .verb = hr_slice_str("bad verb"), .time_ms = 1};
+    hr_err err = {0};
+    cr_assert_eq(hr_activity_check(&a, &err), HR_EINVAL);
+    cr_assert(strstr(err.msg, "verb"), "%s", err.msg);
+    a.verb = hr_slice_str("ok");
+    a.time_ms = -1;
+    cr_assert_eq(hr_activity_check(&a, &err), HR_EINVAL);
+    cr_assert(strstr(err.msg, "time"), "%s", err.msg);
+    hr_activity g = {.target = hr_slice_str("group:")};
+    cr_assert_eq(hr_activity_group(&g).len, 0);
+}
+
+/* ---- graph ---- */
+
+static void check_friends_follow_mutual(env *e) {
+    follow(e, "a", "b");
+    follow(e, "a", "c");
+    follow(e, "b", "a");
+    hr_slice *ids;
+    size_t n;
+    hr_err err = {0};
+    cr_assert_eq(hr_graph_all(e->graph, HR_GRAPH_FRIENDS, hr_slice_str("a"), 100, &e->a, &ids, &n, &err), HR_OK);
+    cr_assert_eq(n, 1);
+    cr_assert(hr_slice_eq(ids[0], hr_slice_str("b")));
+    int64_t count;
+    cr_assert_eq(hr_graph_count(e->graph, HR_GRAPH_FOLLOWS, hr_slice_str("a"), &count, &err), HR_OK);
+    cr_assert_eq(count, 2);
+    unfollow(e, "a", "b");
+    cr_assert_eq(hr_graph_all(e->graph, HR_GRAPH_FRIENDS, hr_slice_str("b"), 100, &e->a, &ids, &n, &err), HR_OK);
+    cr_assert_eq(n, 0);
+    hr_batch *bt = hr_batch_new();
+    cr_assert_eq(hr_graph_follow(e->graph, bt, hr_slice_str("a"), hr_slice_str("a"), e->now, NULL, &err), HR_EINVAL);
+    hr_batch_free(bt);
+}
+BOTH_BACKENDS(check_friends_follow_mutual, run_default)
+
+/* ---- fan-out ---- */
+
+static void check_fanout_reaches_followers_and_members(env *e) {
+    follow(e, "f1", "star");
+    follow(e, "f2", "star");
+    hr_err err = {0};
+    hr_batch *bt = hr_batch_new();
+    cr_assert_eq(hr_graph_join(e->graph, bt, hr_slice_str("g"), hr_slice_str("m1"), e->now, NULL, &err), HR_OK);
+    hr_batch_free(bt);
+    drain(e);
+    cr_assert_eq(depth(e), 0);
+    uint64_t before = hr_fanout_entries_total();
+    hr_activity x = post(e, "star", "group:g", T0);
+    cr_assert_eq(depth(e), 1, "the create pushed one job");
+    cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "f1", 10), "", "nothing before the job runs");
+    cr_assert_str_eq(read_ids(e, HR_FEED_USER, "star", 10), x.id, "the own feed is written at once");
+    cr_assert_str_eq(read_ids(e, HR_FEED_GROUP, "g", 10), x.id);
+    cr_assert_eq(drain(e), 1);
+    cr_assert_eq(hr_fanout_entries_total() - before, 3);
+    cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "f1", 10), x.id);
+    cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "f2", 10), x.id);
+    cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "m1", 10), x.id);
+    cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "star", 10), "");
+}
+BOTH_BACKENDS(check_fanout_reaches_followers_and_members, run_default)
+
+static void check_fanout_resumes_from_its_checkpoint(env *e) {
+    char name[32];
+    for (int i = 0; i < 25; i++) {
+        snprintf(name, sizeof name, "fan%02d", i);
+        follow(e, name, "star");
+    }
+    drain(e);
+    hr_activity x = post(e, "star", NULL, T0);
+    /* A worker "dies" after one batch of 10: no ack, the lease must run out. */
+    e->fo.max_batches = 1;
+    e->fo.lease_ms = 100;
+    uint64_t before = hr_fanout_entries_total();
+    size_t done;
+    hr_err err = {0};
+    cr_assert_eq(hr_fanout_run(e->feeds, &e->fo, "dying", 1, &done, &err), HR_EINTERNAL);
+    cr_assert_eq(done, 0);
+    cr_assert_eq(hr_fanout_entries_total() - before, 10);
+    int reached = 0;
+    for (int i = 0; i < 25; i++) {
+        snprintf(name, sizeof name, "fan%02d", i);
+        reached += strcmp(read_ids(e, HR_FEED_TIMELINE, name, 10), x.id) == 0;
+    }
+    cr_assert_eq(reached, 10);
+    /* leased: nobody else gets it until the lease runs out */
+    e->fo.max_batches = 0;
+    cr_assert_eq(hr_fanout_run(e->feeds, &e->fo, "other", 1, &done, &err), HR_OK);
+    cr_assert_eq(done, 0);
+    usleep(250 * 1000);
+    cr_assert_eq(drain(e), 1);
+    cr_assert_eq(hr_fanout_entries_total() - before, 25, "resumed: the first 10 were not written again");
+    for (int i = 0; i < 25; i++) {
+        snprintf(name, sizeof name, "fan%02d", i);
+        cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, name, 10), x.id, "%s", name);
+    }
+    cr_assert_eq(depth(e), 0);
+}
+BOTH_BACKENDS(check_fanout_resumes_from_its_checkpoint, run_default)
+
+static void check_delete_hides_then_cleans_up(env *e) {
+    follow(e, "f1", "star");
+    drain(e);
+    hr_activity keep = post(e, "star", NULL, T0);
+    hr_activity gone = post(e, "star", NULL, T0 + 1);
+    drain(e);
+    hr_err err = {0};
+    cr_assert_eq(hr_feeds_delete(e->feeds, hr_slice_str(gone.id), e->now, &err), HR_OK, "%s", err.msg);
+    cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "f1", 10), keep.id, "hidden at once");
+    hr_activity got;
+    cr_assert_eq(hr_feeds_get(e->feeds, hr_slice_str(gone.id), &e->a, &got, &err), HR_ENOTFOUND);
+    cr_assert_eq(drain(e), 1);
+    /* the entry itself is gone: a raw range read of the timeline holds one */
+    hr_buf k = HR_BUF_INIT;
+    char key[96];
+    snprintf(key, sizeof key, "{%su/f1}/tl", e->ns);
+    hr_batch *b = hr_batch_new();
+    hr_tlrange_spec spec = hr_tlrange_all(10, e->now);
+    size_t op = hr_tlrange(b, hr_slice_str(key), &spec);
+    cr_assert_eq(hr_store_exec(e->t.store, b, 0, &err), HR_OK);
+    cr_assert_eq(hr_batch_result(b, op)->n_entries, 1);
+    hr_batch_free(b);
+    hr_buf_free(&k);
+}
+BOTH_BACKENDS(check_delete_hides_then_cleans_up, run_default)
+
+static void check_backfill_and_unlink(env *e) {
+    hr_activity x1 = post(e, "star", NULL, T0);
+    hr_activity x2 = post(e, "star", NULL, T0 + 1);
+    drain(e);
+    follow(e, "me", "star");
+    cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "me", 10), "");
+    drain(e);
+    char want[64];
+    snprintf(want, sizeof want, "%s,%s", x2.id, x1.id);
+    cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "me", 10), want);
+    unfollow(e, "me", "star");
+    drain(e);
+    cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "me", 10), "");
+}
+BOTH_BACKENDS(check_backfill_and_unlink, run_default)
+
+static void check_big_accounts_merge_at_read(env *e) {
+    follow(e, "f1", "star");
+    follow(e, "f2", "star");
+    follow(e, "f3", "star");
+    drain(e);
+    uint64_t before = hr_fanout_entries_total();
+    hr_activity x1 = post(e, "star", NULL, T0); /* 3 followers > 2: star becomes big */
+    cr_assert(!x1.fanned_followers);
+    drain(e);
+    hr_activity x2 = post(e, "star", NULL, T0 + 5);
+    cr_assert_eq(hr_fanout_entries_total() - before, 0, "no timeline entry for a big account");
+    char want[64];
+    snprintf(want, sizeof want, "%s,%s", x2.id, x1.id);
+    cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "f1", 10), want, "merged at read time, at once");
+    cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "f3", 1), x2.id);
+}
+BOTH_BACKENDS(check_big_accounts_merge_at_read, run_big)
