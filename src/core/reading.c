@@ -269,110 +269,210 @@ const char *hr_read_reason(hr_read_outcome o) {
 
 #define SITE_CANDIDATES_MAX 128 /* a host has at most 127 labels */
 
-/* The keys one record writes, built once. */
-typedef struct read_keys {
-    hr_buf in, pset, times, readers, url;
-} read_keys;
+/* One read of a record_many call while it is recorded. */
+typedef struct pending {
+    size_t i; /* its index in the caller's arrays */
+    uint64_t h;
+    int64_t t;
+    hr_slice canonical; /* in the call's arena */
+    size_t site_op, n_sites, prev_op;
+    hr_trend_read rd;
+    bool first, last; /* of its URL's reads in this call (sorted by time) */
+} pending;
 
-static void read_keys_init(read_keys *k, const hr_reading *r, hr_slice uid, uint64_t h) {
-    memset(k, 0, sizeof *k);
-    hr_rk_user(&k->in, r->ns, uid, "/in");
-    hr_rk_user(&k->pset, r->ns, uid, "/p");
-    hr_rk_user(&k->times, r->ns, uid, "/t");
-    hr_rk_url(&k->readers, r->ns, h, "/r");
-    hr_rk_url(&k->url, r->ns, h, "/u");
+static int by_url_then_time(const void *x, const void *y) {
+    const pending *a = x, *b = y;
+    if (a->h != b->h) return a->h < b->h ? -1 : 1;
+    if (a->t != b->t) return a->t < b->t ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
 }
 
-static void read_keys_free(read_keys *k) {
-    hr_buf_free(&k->in);
-    hr_buf_free(&k->pset);
-    hr_buf_free(&k->times);
-    hr_buf_free(&k->readers);
-    hr_buf_free(&k->url);
+/* Canonicalise and sort the reads of a record_many call into p (in a). */
+static int pending_init(const hr_slice *urls, const int64_t *times, size_t n, int64_t now_ms, hr_arena *a,
+                        pending *p, hr_err *err) {
+    hr_buf c = HR_BUF_INIT;
+    int rc = HR_OK;
+    for (size_t i = 0; i < n && rc == HR_OK; i++) {
+        hr_err inner = {0};
+        hr_buf_clear(&c);
+        if (times[i] < 0)
+            rc = hr_err_set(err, HR_EINVAL, "time must be 0 or more (ms since the epoch)");
+        else if (hr_url_canonical(urls[i], &c, &inner) != HR_OK)
+            rc = n == 1 ? hr_err_set(err, HR_EINVAL, "%s", inner.msg)
+                        : hr_err_set(err, HR_EINVAL, "urls[%zu]: %s", i, inner.msg);
+        if (rc != HR_OK) break;
+        p[i] = (pending){.i = i, .canonical = hr_arena_copy(a, hr_buf_slice(&c)), .t = times[i]};
+        p[i].h = hr_url_hash(p[i].canonical);
+        if (p[i].t > now_ms) p[i].t = now_ms; /* a client clock ahead of ours */
+    }
+    hr_buf_free(&c);
+    if (rc != HR_OK) return rc;
+    qsort(p, n, sizeof *p, by_url_then_time);
+    for (size_t j = 0; j < n; j++) {
+        p[j].first = j == 0 || p[j - 1].h != p[j].h;
+        p[j].last = j + 1 == n || p[j + 1].h != p[j].h;
+    }
+    return HR_OK;
 }
 
-int hr_reading_record(hr_reading *r, hr_slice uid, hr_slice url, int64_t time_ms, int64_t now_ms,
-                      hr_read_outcome *out, hr_err *err) {
-    *out = HR_READ_NOT_OPTED_IN;
+/* The keys of the reader's own sets. */
+typedef struct user_keys {
+    hr_buf in, pset, times;
+} user_keys;
+
+static void user_keys_init(user_keys *u, const hr_reading *r, hr_slice uid) {
+    memset(u, 0, sizeof *u);
+    hr_rk_user(&u->in, r->ns, uid, "/in");
+    hr_rk_user(&u->pset, r->ns, uid, "/p");
+    hr_rk_user(&u->times, r->ns, uid, "/t");
+}
+
+static void user_keys_free(user_keys *u) {
+    hr_buf_free(&u->in);
+    hr_buf_free(&u->pset);
+    hr_buf_free(&u->times);
+}
+
+/* Round trip 2's ops for the reads in p (b has run round trip 1): each
+ * recorded read counts in its time buckets, and each URL's newest recorded
+ * read goes into the reader's sets and the URL's list. Sets out[] for every
+ * read; returns whether anything is to be written. */
+static bool write_ops(hr_reading *r, hr_slice uid, const user_keys *u, pending *p, size_t n,
+                      const hr_batch *b, hr_batch *w, int64_t now_ms, hr_read_outcome *out) {
+    hr_buf k = HR_BUF_INIT;
+    /* Range deletes first: an op that iterates after a write would make
+     * RocksDB index the whole batch. */
+    bool wrote = false, any = false;
+    if (one_in(TRIM_EVERY)) {
+        double dead = live_min(r, now_ms) - 1;
+        hr_zremrange_score(w, hr_buf_slice(&u->times), -INFINITY, dead);
+        for (size_t j = 0; j < n; j++) {
+            hr_buf_clear(&k);
+            if (p[j].first) hr_zremrange_score(w, hr_rk_url(&k, r->ns, p[j].h, "/r"), -INFINITY, dead);
+        }
+    }
+    int64_t prev = -1; /* the previous read of the current URL: stored, or earlier in this call */
+    for (size_t j = 0; j < n; j++) {
+        if (p[j].first) {
+            const hr_result *res = hr_batch_result(b, p[j].prev_op);
+            prev = res->rc == HR_OK ? (int64_t)res->score : -1;
+            any = false;
+        }
+        bool selected = false;
+        for (size_t s = 0; s < p[j].n_sites && !selected; s++)
+            selected = hr_batch_result(b, p[j].site_op + s)->rc == HR_OK;
+        hr_read_outcome *o = &out[p[j].i];
+        *o = !selected                   ? HR_READ_SITE_NOT_SELECTED
+             : p[j].t <= now_ms - r->ttl ? HR_READ_EXPIRED
+                                         : HR_READ_RECORDED;
+        if (*o == HR_READ_RECORDED && p[j].t > prev) { /* else as new a read of it is recorded already */
+            hr_trends_write_ops(r->trends, w, b, &p[j].rd, prev);
+            prev = p[j].t;
+            any = true;
+        }
+        if (!p[j].last || !any) continue;
+        char h8[8];
+        hr_pset_add(w, hr_buf_slice(&u->pset), p[j].h, prev + r->ttl);
+        hr_zadd(w, hr_buf_slice(&u->times), (double)prev, hr_rk_h8(h8, p[j].h));
+        hr_buf_clear(&k);
+        hr_slice readers = hr_rk_url(&k, r->ns, p[j].h, "/r");
+        hr_zadd(w, readers, (double)prev, uid);
+        hr_expire(w, readers, now_ms + r->ttl);
+        hr_buf_clear(&k);
+        hr_put(w, hr_rk_url(&k, r->ns, p[j].h, "/u"), p[j].canonical,
+               now_ms + (r->ttl > URL_KEEP_MS ? r->ttl : URL_KEEP_MS));
+        wrote = true;
+    }
+    if (wrote) hr_expire(w, hr_buf_slice(&u->times), now_ms + r->ttl);
+    hr_buf_free(&k);
+    return wrote;
+}
+
+/* Take back what write_ops wrote for the URLs of p. */
+static void undo_ops(hr_reading *r, hr_slice uid, const user_keys *u, const pending *p, size_t n,
+                     hr_batch *w) {
+    hr_buf k = HR_BUF_INIT;
+    for (size_t j = 0; j < n; j++) {
+        if (!p[j].last) continue;
+        char h8[8];
+        hr_buf_clear(&k);
+        hr_zrem(w, hr_rk_url(&k, r->ns, p[j].h, "/r"), uid);
+        hr_zrem(w, hr_buf_slice(&u->times), hr_rk_h8(h8, p[j].h));
+        hr_pset_rem(w, hr_buf_slice(&u->pset), p[j].h);
+    }
+    hr_buf_free(&k);
+}
+
+int hr_reading_record_many(hr_reading *r, hr_slice uid, const hr_slice *urls, const int64_t *times, size_t n,
+                           int64_t now_ms, hr_read_outcome *out, hr_err *err) {
     int rc = check_uid(uid, "uid", err);
     if (rc != HR_OK) return rc;
-    if (time_ms < 0) return hr_err_set(err, HR_EINVAL, "time must be 0 or more (ms since the epoch)");
-    if (time_ms > now_ms) time_ms = now_ms; /* a client clock ahead of ours */
-    hr_buf c = HR_BUF_INIT;
-    rc = hr_url_canonical(url, &c, err);
-    if (rc != HR_OK) return rc;
-    uint64_t h = hr_url_hash(hr_buf_slice(&c));
-    read_keys k;
-    read_keys_init(&k, r, uid, h);
-    hr_buf sk = HR_BUF_INIT;
+    if (n > HR_READING_RECORD_MAX)
+        return hr_err_set(err, HR_EINVAL, "at most %d reads at once (got %zu)", HR_READING_RECORD_MAX, n);
+    for (size_t i = 0; i < n; i++)
+        out[i] = HR_READ_NOT_OPTED_IN;
+    hr_arena a = HR_ARENA_INIT;
+    pending *p = hr_arena_alloc(&a, (n ? n : 1) * sizeof *p);
+    rc = pending_init(urls, times, n, now_ms, &a, p, err);
+    if (rc != HR_OK || n == 0) {
+        hr_arena_free(&a);
+        return rc;
+    }
+    user_keys u;
+    user_keys_init(&u, r, uid);
+    hr_buf sk = HR_BUF_INIT, k = HR_BUF_INIT;
     hr_rk_sites(&sk, r->ns);
     hr_batch *b = hr_batch_new(), *w = hr_batch_new();
 
-    /* Round trip 1: may we record it, the reader's previous read of the URL,
-     * and the URL's counters in the read's time buckets. */
-    size_t in_op = hr_get(b, hr_buf_slice(&k.in));
-    hr_slice sites[SITE_CANDIDATES_MAX];
-    size_t n_sites = site_candidates(hr_url_host(hr_buf_slice(&c)), sites, SITE_CANDIDATES_MAX);
-    size_t site_op = hr_batch_len(b);
-    for (size_t i = 0; i < n_sites; i++)
-        hr_zscore(b, hr_buf_slice(&sk), sites[i]);
-    size_t prev_op = hr_zscore(b, hr_buf_slice(&k.readers), uid);
-    hr_trend_read rd = {.url_hash = h, .time_ms = time_ms};
-    hr_trends_read_ops(r->trends, b, &rd, now_ms);
-    rc = hr_core_exec(r->store, b, 0, "record read", err);
-    bool selected = false;
-    for (size_t i = 0; rc == HR_OK && i < n_sites; i++)
-        selected = selected || hr_batch_result(b, site_op + i)->rc == HR_OK;
-    if (rc != HR_OK) goto done;
-    if (hr_batch_result(b, in_op)->rc != HR_OK) goto done; /* not opted in */
-    *out = HR_READ_SITE_NOT_SELECTED;
-    if (!selected) goto done;
-    *out = HR_READ_EXPIRED;
-    if (time_ms <= now_ms - r->ttl) goto done;
-    *out = HR_READ_RECORDED;
-    const hr_result *prev = hr_batch_result(b, prev_op);
-    int64_t prev_ms = prev->rc == HR_OK ? (int64_t)prev->score : -1;
-    if (prev_ms >= time_ms) goto done; /* as new a read of it is recorded already */
-
-    /* Round trip 2: the writes. Range deletes first: an op that iterates
-     * after a write would make RocksDB index the whole batch. */
-    char h8buf[8];
-    hr_slice h8 = hr_rk_h8(h8buf, h);
-    if (one_in(TRIM_EVERY)) {
-        hr_zremrange_score(w, hr_buf_slice(&k.readers), -INFINITY, live_min(r, now_ms) - 1);
-        hr_zremrange_score(w, hr_buf_slice(&k.times), -INFINITY, live_min(r, now_ms) - 1);
+    /* Round trip 1: may we record them (sharing, sites), the reader's
+     * previous read of each URL, and each URL's counters in the read's time
+     * buckets. */
+    size_t in_op = hr_get(b, hr_buf_slice(&u.in));
+    for (size_t j = 0; j < n; j++) {
+        hr_slice sites[SITE_CANDIDATES_MAX];
+        p[j].n_sites = site_candidates(hr_url_host(p[j].canonical), sites, SITE_CANDIDATES_MAX);
+        p[j].site_op = hr_batch_len(b);
+        for (size_t s = 0; s < p[j].n_sites; s++)
+            hr_zscore(b, hr_buf_slice(&sk), sites[s]);
+        hr_buf_clear(&k);
+        p[j].prev_op = p[j].first ? hr_zscore(b, hr_rk_url(&k, r->ns, p[j].h, "/r"), uid) : SIZE_MAX;
+        p[j].rd = (hr_trend_read){.url_hash = p[j].h, .time_ms = p[j].t};
+        hr_trends_read_ops(r->trends, b, &p[j].rd, now_ms);
     }
-    hr_pset_add(w, hr_buf_slice(&k.pset), h, time_ms + r->ttl);
-    hr_zadd(w, hr_buf_slice(&k.times), (double)time_ms, h8);
-    hr_expire(w, hr_buf_slice(&k.times), now_ms + r->ttl);
-    hr_zadd(w, hr_buf_slice(&k.readers), (double)time_ms, uid);
-    hr_expire(w, hr_buf_slice(&k.readers), now_ms + r->ttl);
-    hr_put(w, hr_buf_slice(&k.url), hr_buf_slice(&c), now_ms + (r->ttl > URL_KEEP_MS ? r->ttl : URL_KEEP_MS));
-    hr_trends_write_ops(r->trends, w, b, &rd, prev_ms);
+    rc = hr_core_exec(r->store, b, 0, "record read", err);
+    if (rc != HR_OK || hr_batch_result(b, in_op)->rc != HR_OK) goto done; /* not opted in */
+
+    /* Round trip 2: the writes. */
+    if (!write_ops(r, uid, &u, p, n, b, w, now_ms, out)) goto done;
     rc = hr_core_exec(r->store, w, 0, "record read", err);
 
     /* Round trip 3: still opted in? If the user opted out meanwhile, the
      * opt-out may have listed its reads before these writes: take them back. */
     if (rc == HR_OK) {
         hr_batch_reset(b);
-        in_op = hr_get(b, hr_buf_slice(&k.in));
+        in_op = hr_get(b, hr_buf_slice(&u.in));
         rc = hr_core_exec(r->store, b, 0, "record read", err);
     }
     if (rc == HR_OK && hr_batch_result(b, in_op)->rc != HR_OK) {
-        *out = HR_READ_NOT_OPTED_IN;
         hr_batch_reset(w);
-        hr_zrem(w, hr_buf_slice(&k.readers), uid);
-        hr_zrem(w, hr_buf_slice(&k.times), h8);
-        hr_pset_rem(w, hr_buf_slice(&k.pset), h);
+        undo_ops(r, uid, &u, p, n, w);
+        for (size_t i = 0; i < n; i++)
+            out[i] = HR_READ_NOT_OPTED_IN;
         rc = hr_core_exec(r->store, w, 0, "record read", err);
     }
 done:
     hr_batch_free(b);
     hr_batch_free(w);
-    read_keys_free(&k);
+    user_keys_free(&u);
     hr_buf_free(&sk);
-    hr_buf_free(&c);
+    hr_buf_free(&k);
+    hr_arena_free(&a);
     return rc;
+}
+
+int hr_reading_record(hr_reading *r, hr_slice uid, hr_slice url, int64_t time_ms, int64_t now_ms,
+                      hr_read_outcome *out, hr_err *err) {
+    return hr_reading_record_many(r, uid, &url, &time_ms, 1, now_ms, out, err);
 }
 
 /* ---- friends-reads ------------------------------------------------------------- */

@@ -125,6 +125,16 @@ const char *hr_read_reason(hr_read_outcome o);
 int hr_reading_record(hr_reading *r, hr_slice uid, hr_slice url, int64_t time_ms, int64_t now_ms,
                       hr_read_outcome *out, hr_err *err);
 
+#define HR_READING_RECORD_MAX 10000 /* reads one hr_reading_record_many takes */
+
+/* The bulk form, for importers and the benchmark's loader: n reads of uid
+ * (urls[i] at times[i]), out[i] the outcome of each, in the same 3 round
+ * trips whatever n, so that each chunk of uid's packed set is written once.
+ * Reads of one URL count in order of time. HR_EINVAL naming "urls[i]" for a
+ * URL that does not canonicalise; nothing is recorded then. */
+int hr_reading_record_many(hr_reading *r, hr_slice uid, const hr_slice *urls, const int64_t *times, size_t n,
+                           int64_t now_ms, hr_read_outcome *out, hr_err *err);
+
 /* ---- friends-reads ------------------------------------------------------- */
 
 typedef struct hr_url_reads {

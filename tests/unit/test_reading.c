@@ -670,3 +670,51 @@ static void friends_popular(env *e) {
     cr_assert(hr_slice_eq(it[0].url, hr_slice_str("https://fp.example/1")) && it[0].n_friends == 3);
 }
 BOTH_BACKENDS(friends_popular)
+
+static void record_many_in_one_call(env *e) {
+    site(e, "bulk.example");
+    share(e, "me", true);
+    share(e, "f", true);
+    befriend(e, "me", "f");
+    int64_t now = hr_now_ms();
+    int64_t t0 = (now - 50 * MINUTE) / (10 * MINUTE) * (10 * MINUTE); /* a 10-minute bucket's start */
+    hr_slice urls[] = {hr_slice_str("https://bulk.example/a"),      hr_slice_str("https://other.example/b"),
+                       hr_slice_str("https://www.bulk.example/a/"), hr_slice_str("https://bulk.example/old"),
+                       hr_slice_str("https://bulk.example/a"),      hr_slice_str("https://bulk.example/c")};
+    int64_t times[] = {t0 + MINUTE, now, t0 + 2 * MINUTE, now - 40 * DAY, t0 + 25 * MINUTE, now};
+    hr_read_outcome out[6];
+    hr_err err = {0};
+    cr_assert_eq(hr_reading_record_many(e->reading, hr_slice_str("f"), urls, times, 6, now, out, &err), HR_OK,
+                 "%s", err.msg);
+    hr_read_outcome want[] = {HR_READ_RECORDED, HR_READ_SITE_NOT_SELECTED, HR_READ_RECORDED,
+                              HR_READ_EXPIRED,  HR_READ_RECORDED,          HR_READ_RECORDED};
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(out[i], want[i], "read %d", i);
+    const char *q[] = {"https://bulk.example/a", "https://bulk.example/c"};
+    hr_url_reads r[2];
+    ask(e, "me", NULL, 0, q, 2, r);
+    cr_assert(r[0].n_friends == 1 && r[0].readers == 1 && r[1].n_friends == 1);
+    /* two 10-minute buckets of the last hour hold f's reads of a: 2 reader-buckets */
+    size_t n;
+    hr_trend_item *it = popular(e, HR_WINDOW_1H, &n);
+    cr_assert_eq(n, 2);
+    cr_assert(hr_slice_eq(it[0].url, hr_slice_str("https://bulk.example/a")));
+    cr_assert_float_eq(it[0].readers, 2, 1e-9);
+    /* the same reads again change nothing: they are not newer */
+    cr_assert_eq(hr_reading_record_many(e->reading, hr_slice_str("f"), urls, times, 6, now, out, &err),
+                 HR_OK);
+    it = popular(e, HR_WINDOW_1H, &n);
+    cr_assert_float_eq(it[0].readers, 2, 1e-9);
+    /* a bad URL refuses the whole call, naming it */
+    urls[4] = hr_slice_str("nope");
+    cr_assert_eq(hr_reading_record_many(e->reading, hr_slice_str("f"), urls, times, 6, now, out, &err),
+                 HR_EINVAL);
+    cr_assert(strstr(err.msg, "urls[4]") != NULL, "%s", err.msg);
+    /* not sharing: nothing recorded */
+    urls[4] = hr_slice_str("https://bulk.example/d");
+    cr_assert_eq(hr_reading_record_many(e->reading, hr_slice_str("nobody"), urls, times, 6, now, out, &err),
+                 HR_OK);
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(out[i], HR_READ_NOT_OPTED_IN);
+}
+BOTH_BACKENDS(record_many_in_one_call)
