@@ -481,9 +481,10 @@ int hr_reading_record(hr_reading *r, hr_slice uid, hr_slice url, int64_t time_ms
 typedef struct qurl {
     uint64_t h;
     hr_slice canonical;
-    size_t card_op, list_op, more_op; /* more_op: SIZE_MAX when none */
+    size_t card_op, list_op; /* round trip 1 */
+    size_t op;               /* round trip 2: the rest of the list, or the first probe */
     int64_t size, listed;
-    bool more, friends_side;
+    hr_rplan_side side;
     size_t test_slot; /* its position among the URLs tested on the friends' side */
     uint32_t *hits;   /* friend positions that read it */
     size_t n_hits, cap_hits;
@@ -572,8 +573,7 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
         size_t j = 0;
         while (j < nq && q[j].h != h)
             j++;
-        if (j == nq)
-            q[nq++] = (qurl){.h = h, .canonical = hr_arena_copy(a, hr_buf_slice(&c)), .more_op = SIZE_MAX};
+        if (j == nq) q[nq++] = (qurl){.h = h, .canonical = hr_arena_copy(a, hr_buf_slice(&c))};
         of[i] = j;
     }
     hr_buf_free(&c);
@@ -600,37 +600,41 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
     hr_rplan_friends_init(&fi, friends, n_friends, a);
 
     int64_t *left = hr_arena_alloc(a, nq * sizeof *left);
-    bool *side = hr_arena_alloc(a, nq * sizeof *side);
+    hr_rplan_side *side = hr_arena_alloc(a, nq * sizeof *side);
     for (size_t j = 0; j < nq; j++) {
         const hr_result *list = hr_batch_result(b, q[j].list_op);
         q[j].size = hr_batch_result(b, q[j].card_op)->num;
         q[j].listed = (int64_t)intersect(&q[j], list, &fi, a);
-        q[j].more = list->more;
-        left[j] = q[j].more ? (q[j].size > q[j].listed ? q[j].size - q[j].listed : 1) : 0;
+        left[j] = list->more ? (q[j].size > q[j].listed ? q[j].size - q[j].listed : 1) : 0;
     }
     hr_rplan_sides(left, nq, n_friends, &r->costs, side);
 
-    /* Round trip 2, when needed: the rest of the lists that stay on their
-     * side, and one packed-set test per friend for the others. */
+    /* Round trip 2, when needed: per URL the rest of its list, or a lookup
+     * of each friend in it; and one packed-set test per friend for all the
+     * URLs sent to the friends' side. */
     size_t n_tested = 0;
     uint64_t *tested = hr_arena_alloc(a, nq * sizeof *tested);
     for (size_t j = 0; j < nq; j++) {
-        if (!q[j].more || n_friends == 0) continue;
-        q[j].friends_side = side[j];
-        if (side[j]) {
+        q[j].side = side[j];
+        hr_buf_clear(&k);
+        hr_slice key = hr_rk_url(&k, r->ns, q[j].h, "/r");
+        if (side[j] == HR_RPLAN_FRIENDS) {
             q[j].test_slot = n_tested;
             tested[n_tested++] = q[j].h;
-            continue;
+        } else if (side[j] == HR_RPLAN_PROBE) {
+            q[j].op = hr_batch_len(b2);
+            for (size_t f = 0; f < n_friends; f++)
+                hr_zscore(b2, key, friends[f]); /* op q[j].op + f */
+        } else if (side[j] == HR_RPLAN_LIST) {
+            const hr_result *list = hr_batch_result(b, q[j].list_op);
+            const hr_zentry *last = &list->entries[list->n_entries - 1];
+            hr_zrange_spec rest = first;
+            rest.limit = HR_RPLAN_LIST_MAX;
+            rest.has_cursor = true;
+            rest.cursor_score = last->score;
+            rest.cursor_member = last->member; /* copied by the builder */
+            q[j].op = hr_zrange(b2, key, &rest);
         }
-        const hr_result *list = hr_batch_result(b, q[j].list_op);
-        const hr_zentry *last = &list->entries[list->n_entries - 1];
-        hr_zrange_spec rest = first;
-        rest.limit = HR_RPLAN_LIST_MAX;
-        rest.has_cursor = true;
-        rest.cursor_score = last->score;
-        rest.cursor_member = last->member; /* copied by the builder */
-        hr_buf_clear(&k);
-        q[j].more_op = hr_zrange(b2, hr_rk_url(&k, r->ns, q[j].h, "/r"), &rest);
     }
     size_t test_op = hr_batch_len(b2);
     for (size_t f = 0; n_tested && f < n_friends; f++) {
@@ -645,25 +649,34 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
     for (size_t f = 0; n_tested && f < n_friends; f++) {
         const hr_result *t = hr_batch_result(b2, test_op + f);
         for (size_t j = 0; j < nq; j++)
-            if (q[j].friends_side && t->value.len > q[j].test_slot && t->value.ptr[q[j].test_slot])
+            if (q[j].side == HR_RPLAN_FRIENDS && t->value.len > q[j].test_slot &&
+                t->value.ptr[q[j].test_slot])
                 add_hit(&q[j], (uint32_t)f, a);
     }
 
     /* Readers: the live entries when the whole list was read, else its size. */
+    double live = live_min(r, now_ms);
     for (size_t j = 0; j < nq; j++) {
         int64_t readers = q[j].listed;
-        if (q[j].more_op != SIZE_MAX) {
-            const hr_result *rest = hr_batch_result(b2, q[j].more_op);
+        if (q[j].side == HR_RPLAN_LIST) {
+            const hr_result *rest = hr_batch_result(b2, q[j].op);
             readers += (int64_t)intersect(&q[j], rest, &fi, a);
-            if (rest->more) readers = q[j].size > readers ? q[j].size : readers;
-        } else if (q[j].more) {
-            readers = q[j].size > readers ? q[j].size : readers;
+            if (rest->more && q[j].size > readers) readers = q[j].size;
+            st.urls_list++;
+        } else if (q[j].side != HR_RPLAN_DONE) {
+            for (size_t f = 0; q[j].side == HR_RPLAN_PROBE && f < n_friends; f++) {
+                const hr_result *z = hr_batch_result(b2, q[j].op + f);
+                if (z->rc == HR_OK && z->score >= live) add_hit(&q[j], (uint32_t)f, a);
+            }
+            if (q[j].size > readers) readers = q[j].size;
+            if (q[j].side == HR_RPLAN_PROBE)
+                st.urls_probe++;
+            else
+                st.urls_friends++;
+        } else {
+            st.urls_list++;
         }
         q[j].size = readers;
-        if (q[j].friends_side)
-            st.urls_friends++;
-        else
-            st.urls_list++;
     }
     hr_url_reads *answer = hr_arena_alloc(a, nq * sizeof *answer);
     for (size_t j = 0; j < nq; j++) {

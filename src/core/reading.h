@@ -147,7 +147,8 @@ typedef struct hr_url_reads {
 /* How a friends-reads call was answered (for tests and the benchmark). */
 typedef struct hr_reads_stats {
     size_t friends;      /* friends considered */
-    size_t urls_list;    /* URLs answered from their reader lists */
+    size_t urls_list;    /* URLs answered by reading their reader lists */
+    size_t urls_probe;   /* URLs answered by looking the friends up in their lists */
     size_t urls_friends; /* URLs answered from the friends' packed sets */
     size_t round_trips;
 } hr_reads_stats;

@@ -6,51 +6,50 @@
 #include <xxhash.h>
 
 hr_rplan_costs hr_rplan_default_costs(void) {
-    hr_rplan_costs c = {.entry = 0.5, .friend_test = 12.0, .friend_extra = 2.0};
+    hr_rplan_costs c = {.entry = 0.5, .probe = 1.5, .friend_test = 12.0, .friend_extra = 2.0};
     return c;
 }
 
 typedef struct undecided {
-    int64_t left;
+    double cost; /* the cheaper of LIST and PROBE */
     size_t i;
 } undecided;
 
-/* Most entries left first; ties by position, so the choice is deterministic. */
-static int by_left_desc(const void *x, const void *y) {
+/* Costliest first; ties by position, so the choice is deterministic. */
+static int by_cost_desc(const void *x, const void *y) {
     const undecided *a = x, *b = y;
-    if (a->left != b->left) return a->left > b->left ? -1 : 1;
+    if (a->cost != b->cost) return a->cost > b->cost ? -1 : 1;
     return (a->i > b->i) - (a->i < b->i);
 }
 
-double hr_rplan_sides(const int64_t *left, size_t n, size_t m, const hr_rplan_costs *c, bool *friends_side) {
+double hr_rplan_sides(const int64_t *left, size_t n, size_t m, const hr_rplan_costs *c, hr_rplan_side *side) {
     undecided *u = malloc((n ? n : 1) * sizeof *u);
-    size_t p = 0, forced = 0;
-    double all_lists = 0;
+    size_t p = 0;
+    double own = 0; /* every undecided URL on its own cheaper side */
     for (size_t i = 0; i < n; i++) {
-        friends_side[i] = false;
+        side[i] = HR_RPLAN_DONE;
         if (left[i] <= 0) continue;
-        u[p++] = (undecided){left[i], i};
-        all_lists += c->entry * (double)left[i];
+        double list = c->entry * (double)left[i], probe = c->probe * (double)m;
+        bool listable = left[i] <= HR_RPLAN_LIST_MAX;
+        side[i] = listable && list <= probe ? HR_RPLAN_LIST : HR_RPLAN_PROBE;
+        u[p] = (undecided){side[i] == HR_RPLAN_LIST ? list : probe, i};
+        own += u[p++].cost;
     }
-    qsort(u, p, sizeof *u, by_left_desc);
-    if (m > 0)
-        while (forced < p && u[forced].left > HR_RPLAN_LIST_MAX)
-            forced++;
+    qsort(u, p, sizeof *u, by_cost_desc);
 
-    /* cost(k): the k longest lists go to the friends' side. */
+    /* cost(k): the k costliest go to the friends' side. */
     size_t best_k = 0;
-    double best = m == 0 ? all_lists : -1, lists = all_lists;
-    for (size_t k = 0; m > 0 && k <= p; k++) {
-        double friends = k == 0 ? 0 : (double)m * (c->friend_test + (double)(k - 1) * c->friend_extra);
-        double cost = friends + lists;
-        if (k >= forced && (best < 0 || cost < best)) {
+    double best = own, rest = own;
+    for (size_t k = 1; m > 0 && k <= p; k++) {
+        rest -= u[k - 1].cost;
+        double cost = (double)m * (c->friend_test + (double)(k - 1) * c->friend_extra) + rest;
+        if (cost < best) {
             best = cost;
             best_k = k;
         }
-        if (k < p) lists -= c->entry * (double)u[k].left;
     }
     for (size_t k = 0; k < best_k; k++)
-        friends_side[u[k].i] = true;
+        side[u[k].i] = HR_RPLAN_FRIENDS;
     free(u);
     return best;
 }

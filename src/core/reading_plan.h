@@ -4,32 +4,33 @@
  *
  * The question: for N URLs (at most 100) and a user's M friends (450 on
  * average, up to 5,000), which friends read which URL. core/reading.h keeps
- * both directions of the data:
+ * both directions of the data, and a URL can be answered three ways:
  *
- *   the URL side      per URL, its readers (a sorted set of user ids):
- *                     reading it costs one range read, about one unit per
- *                     reader; the answer is the readers that are friends
- *                     (hr_rplan_friends_* below), whatever M is
- *   the friends side  per friend, a packed set of the URL hashes it read:
- *                     one hr_pset_test per friend with every URL that goes
- *                     this way, whatever the URLs' popularity
+ *   LIST     read the URL's reader list (a sorted set of user ids) and
+ *            intersect it with the friends in memory (hr_rplan_friends
+ *            below): about one unit per reader, whatever M is
+ *   PROBE    look each friend up in the URL's reader list (M point reads
+ *            of one sorted set): one unit per friend, whatever the URL's
+ *            popularity
+ *   FRIENDS  the friends' own packed sets of URL hashes: one hr_pset_test
+ *            per friend with EVERY URL that goes this way at once (a test
+ *            reads the chunks the URLs fall in, so a friend with few reads
+ *            costs one chunk for all of them)
  *
- * A URL read by a few people (nearly all of them: URL popularity is
- * log-log) is cheapest from its own list; a URL read by a hundred thousand
- * people is cheapest from the friends' sets. The friends' side has a fixed
- * price (a test per friend) that the first URL sent that way pays, and a
- * smaller price per further URL (a friend with many reads keeps them in
- * several chunks, and a further URL may fall in another one). So the choice
- * is per query, not per URL alone: hr_rplan_sides sorts the undecided URLs
- * by the readers left to read and sends the k largest to the friends' side,
- * for the k that minimises the modelled cost.
+ * A URL read by few (nearly all of them: popularity is log-log) is cheapest
+ * as a LIST; a URL read by many costs M probes or a share of the M tests.
+ * The FRIENDS side has a fixed price (a test per friend) that the first URL
+ * sent that way pays, and a smaller one per further URL (a friend with many
+ * reads keeps them in several chunks), so it pays off when several popular
+ * URLs share it. The choice is therefore per query: each undecided URL takes
+ * the cheaper of LIST and PROBE, then hr_rplan_sides sends the k URLs that
+ * cost most that way to the FRIENDS side, for the k that minimises the total.
  *
  * The costs are in microseconds per unit, measured on this project's machine
- * with the RocksDB backend (BENCHMARKS.md, "Social reading"): a list entry
- * ~0.5 us, a friend's test ~12 us (its metadata and one chunk of up to 8
- * KiB). They need only be right within a factor of a few: the two sides
- * differ by orders of magnitude at the extremes, and near the break-even
- * point either choice costs about the same. */
+ * with the RocksDB backend (BENCHMARKS.md, "Social reading"). They need only
+ * be right within a factor of a few: the sides differ by orders of magnitude
+ * at the extremes, and near a break-even point either choice costs about the
+ * same. */
 #ifndef HR_READING_PLAN_H
 #define HR_READING_PLAN_H
 
@@ -41,11 +42,19 @@
 #include "common/slice.h"
 
 /* Entries one list read returns at most (store.h HR_ZRANGE_LIMIT_MAX): a
- * longer list is always answered from the friends' side. */
+ * longer list is never read whole. */
 #define HR_RPLAN_LIST_MAX 10000
+
+typedef enum {
+    HR_RPLAN_DONE,    /* answered already (its whole list came with the first read) */
+    HR_RPLAN_LIST,    /* read the rest of its list */
+    HR_RPLAN_PROBE,   /* look the friends up in its list */
+    HR_RPLAN_FRIENDS, /* test the friends' packed sets */
+} hr_rplan_side;
 
 typedef struct hr_rplan_costs {
     double entry;        /* reading one entry of a URL's reader list */
+    double probe;        /* looking one friend up in a URL's reader list */
     double friend_test;  /* one friend's packed-set test, for the first URL */
     double friend_extra; /* per friend, for each further URL on that side */
 } hr_rplan_costs;
@@ -53,13 +62,10 @@ typedef struct hr_rplan_costs {
 /* The measured defaults (see above). */
 hr_rplan_costs hr_rplan_default_costs(void);
 
-/* Decide the side of n URLs. left[i] is how many entries of URL i's list are
- * still unread (0: already answered, it takes no side). On return
- * friends_side[i] is true for the URLs to test against the m friends' sets;
- * a URL with more than HR_RPLAN_LIST_MAX entries left always goes there. With
- * m == 0 every URL stays on its list side (there is nobody to test).
- * Returns the modelled cost of the choice. */
-double hr_rplan_sides(const int64_t *left, size_t n, size_t m, const hr_rplan_costs *c, bool *friends_side);
+/* Decide the side of n URLs for m friends. left[i] is how many entries of URL
+ * i's list are still unread (0: HR_RPLAN_DONE). A list longer than
+ * HR_RPLAN_LIST_MAX is never read whole. Returns the modelled cost. */
+double hr_rplan_sides(const int64_t *left, size_t n, size_t m, const hr_rplan_costs *c, hr_rplan_side *side);
 
 /* ---- The friend index: user id -> position in the friend list ---------- */
 
