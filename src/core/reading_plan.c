@@ -6,7 +6,7 @@
 #include <xxhash.h>
 
 hr_rplan_costs hr_rplan_default_costs(void) {
-    hr_rplan_costs c = {.entry = 0.5, .probe = 1.5, .friend_test = 12.0, .friend_extra = 2.0};
+    hr_rplan_costs c = {.entry = 1.0, .probe = 5.0, .friend_test = 15.0, .friend_extra = 0.5};
     return c;
 }
 
