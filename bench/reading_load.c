@@ -25,7 +25,8 @@
  *                time (2 000 reads a call), on --threads threads
  *   4. record    hr_reading_record, one read per call (the HTTP path's
  *                core), for --duration seconds on --threads threads:
- *                reads/s and latency
+ *                reads/s and latency; of pages of a site of their own
+ *                (rec.example), so the query answers stay as exported
  *   5. queries   friends-reads with N = 100 URLs for users with 405..495
  *                friends ("M450"), and for "worst" (M = 5 000 heavy
  *                readers); two kinds of feed: "zipf" (100 URLs drawn like
@@ -80,6 +81,10 @@
 #define RECORD_CHUNK 2000
 #define QUERY_USERS_MAX 1000
 #define WORST "worst"
+/* The timed recording (phase 4, and wrk's POSTs) reads pages of a site of
+ * its own, so that the friends-reads answers PostgreSQL is checked against
+ * stay as exported. */
+#define RECORD_SITE "rec.example"
 
 static struct {
     const char *store, *out;
@@ -368,9 +373,10 @@ static void record_timed(job *j) {
         if (!shares[i]) continue;
         hr_read_outcome o;
         double t0 = bu_now();
-        check(hr_reading_record(reading, user_id(i, id), url_of(bu_zipf_draw(&zipf, &r), ub), hr_now_ms(),
-                                hr_now_ms(), &o, &err),
-              &err, "record");
+        size_t k = bu_zipf_draw(&zipf, &r);
+        hr_slice url = hr_slice_of(ub, (size_t)snprintf(ub, sizeof ub, "https://" RECORD_SITE "/a/%zu", k));
+        check(hr_reading_record(reading, user_id(i, id), url, hr_now_ms(), hr_now_ms(), &o, &err), &err,
+              "record");
         bu_lat_add(&j->lat, bu_now() - t0);
         j->calls++;
     }
@@ -607,6 +613,12 @@ int main(int argc, char **argv) {
         bool was_new;
         snprintf(d, sizeof d, "s%zu.example", s);
         check(hr_reading_site_add(reading, hr_slice_str(d), t_end, &a, &site, &was_new, &err), &err, "site");
+    }
+    {
+        hr_slice site;
+        bool was_new;
+        check(hr_reading_site_add(reading, hr_slice_str(RECORD_SITE), t_end, &a, &site, &was_new, &err), &err,
+              "site");
     }
     hr_arena_free(&a);
     shares = malloc(n_users * sizeof *shares);
