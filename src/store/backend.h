@@ -38,15 +38,17 @@ extern const hr_store_backend hr_redis_backend;
 typedef struct hr_op {
     hr_op_type type;
     hr_slice key;
-    hr_slice member;        /* ZADD ZREM ZSCORE DADD; QCLAIM consumer; QACK id */
+    hr_slice member;        /* ZADD ZREM ZSCORE DADD TLADD TLREM; QCLAIM consumer; QACK id */
     hr_slice value;         /* PUT; QPUSH payload */
-    int64_t expire_at_ms;   /* PUT EXPIRE PSET_ADD */
+    int64_t expire_at_ms;   /* PUT EXPIRE PSET_ADD TLADD */
+    int64_t time_ms;        /* TLADD TLREM: the entry's time; TLTRIM: older_than_ms */
     int64_t delta;          /* INCR */
     double score;           /* ZADD; ZINCR: the delta */
     double min, max;        /* ZREMRANGE_SCORE */
-    size_t keep;            /* ZTRIM */
+    size_t keep;            /* ZTRIM TLTRIM */
     bool keep_highest;      /* ZTRIM */
     hr_zrange_spec range;   /* ZRANGE (cursor_member points into the arena) */
+    hr_tlrange_spec tlrange; /* TLRANGE (likewise) */
     hr_distinct_params distinct; /* DADD DCOUNT */
     uint64_t u64;           /* PSET_ADD, PSET_REM member */
     const uint64_t *u64s;   /* PSET_TEST members */

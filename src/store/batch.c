@@ -168,6 +168,41 @@ size_t hr_pset_test(hr_batch *b, hr_slice key, const uint64_t *members, size_t n
     return last(b);
 }
 
+size_t hr_tladd(hr_batch *b, hr_slice key, int64_t time_ms, hr_slice member, int64_t expire_at_ms) {
+    hr_op *op = push_member(b, HR_OP_TLADD, key, member);
+    op->time_ms = time_ms;
+    op->expire_at_ms = expire_at_ms;
+    return last(b);
+}
+
+size_t hr_tlrem(hr_batch *b, hr_slice key, int64_t time_ms, hr_slice member) {
+    push_member(b, HR_OP_TLREM, key, member)->time_ms = time_ms;
+    return last(b);
+}
+
+hr_tlrange_spec hr_tlrange_all(size_t limit, int64_t now_ms) {
+    hr_tlrange_spec s = {0};
+    s.before_ms = INT64_MAX;
+    s.after_ms = INT64_MIN;
+    s.limit = limit;
+    s.now_ms = now_ms;
+    return s;
+}
+
+size_t hr_tlrange(hr_batch *b, hr_slice key, const hr_tlrange_spec *spec) {
+    hr_op *op = push(b, HR_OP_TLRANGE, key);
+    op->tlrange = *spec;
+    if (spec->has_cursor) op->tlrange.cursor_member = hr_arena_copy(&b->arena, spec->cursor_member);
+    return last(b);
+}
+
+size_t hr_tltrim(hr_batch *b, hr_slice key, size_t keep, int64_t older_than_ms) {
+    hr_op *op = push(b, HR_OP_TLTRIM, key);
+    op->keep = keep;
+    op->time_ms = older_than_ms;
+    return last(b);
+}
+
 size_t hr_qpush(hr_batch *b, hr_slice queue, hr_slice payload) {
     push(b, HR_OP_QPUSH, queue)->value = hr_arena_copy(&b->arena, payload);
     return last(b);
@@ -182,5 +217,10 @@ size_t hr_qclaim(hr_batch *b, hr_slice queue, hr_slice consumer, size_t max, int
 
 size_t hr_qack(hr_batch *b, hr_slice queue, hr_slice job_id) {
     push_member(b, HR_OP_QACK, queue, job_id);
+    return last(b);
+}
+
+size_t hr_qinfo(hr_batch *b, hr_slice queue) {
+    push(b, HR_OP_QINFO, queue);
     return last(b);
 }

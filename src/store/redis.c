@@ -20,12 +20,20 @@
  *   distinct counter  list (metadata), below     dadd, dcount scripts
  *   packed set        set (a marker), below        pset_add, pset_rem scripts,
  *                                                SCARD + ZMSCORE or ZCOUNT
+ *   time list         zset at P "\0t"             ZADD + PEXPIREAT NX/GT, ZREM,
+ *                                                zrange and tltrim scripts
+ *                                                (redis_tl.c)
+ *   queue             stream at P "\0q"           XADD, qclaim script, XACK +
+ *                                                XDEL, XLEN + XRANGE
+ *                                                (redis_queue.c)
  *
  * A counter is a hash, not an INCRBY string, so that a value is never
  * mistaken for a counter (INCRBY on the value "12" would succeed). A
  * distinct counter's metadata is a list, and a packed set's marker a set,
  * because no native op of herald uses lists or sets, so GET, HINCRBY or
  * ZADD on them fail with WRONGTYPE; their scripts check K's type in turn.
+ * Time lists and queues live in their own key spaces (store.h), so they
+ * are kept under companion keys of K (P below) that no other type uses.
  *
  * A distinct counter spans several keys, all in K's hash slot:
  *
@@ -111,13 +119,10 @@
 #include "common/alloc.h"
 #include "common/clock.h"
 #include "store/backend.h"
-#include "store/redis_scripts.h"
+#include "store/redis_internal.h"
 
 #define DEFAULT_TIMEOUT_MS 2000
 #define COUNTER_FIELD "n"
-/* The most arguments one op's command takes (the zrange script: EVALSHA,
- * sha, numkeys, key, 8 arguments); build_pset_read sizes its own. */
-#define MAX_ARGS 12
 
 typedef struct redis_store {
     hr_store super;
@@ -215,104 +220,14 @@ rc_cluster *hr_redis_store_cluster(hr_store *s) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Checking ops before sending anything                                      */
-
-/* Whether the batch holds an op this backend does not implement yet: then
- * nothing runs. */
-static int check_supported(const hr_batch *b, hr_err *err) {
-    for (size_t i = 0; i < b->len; i++) {
-        switch (b->ops[i].type) {
-        case HR_OP_QPUSH:
-        case HR_OP_QCLAIM:
-        case HR_OP_QACK:
-            return hr_err_set(err, HR_ENOTSUP, "redis: %s is not implemented yet",
-                              hr_op_label(b->ops[i].type));
-        default: break;
-        }
-    }
-    return HR_OK;
-}
-
-
-/* ------------------------------------------------------------------------ */
 /* Ops to commands                                                           */
-
-/* The argument vector of one command, in the run's scratch arena. */
-typedef struct args {
-    hr_arena *a;
-    const char **v;
-    size_t *len;
-    int n;
-} args;
-
-static void arg(args *x, const char *p, size_t n) {
-    x->v[x->n] = p ? p : "";
-    x->len[x->n] = n;
-    x->n++;
-}
-static void arg_str(args *x, const char *s) {
-    arg(x, s, strlen(s));
-}
-static void arg_slice(args *x, hr_slice s) {
-    arg(x, s.ptr, s.len);
-}
-
-static void arg_fmt(args *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void arg_fmt(args *x, const char *fmt, ...) {
-    char buf[64];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    arg(x, hr_arena_strndup(x->a, buf, (size_t)n), (size_t)n);
-}
-static void arg_i64(args *x, int64_t v) {
-    arg_fmt(x, "%" PRId64, v);
-}
-/* %.17g prints every double so that strtod (Redis' parser) reads back the
- * same one; infinities print as "inf" / "-inf", which Redis accepts. */
-static void arg_double(args *x, double d) {
-    arg_fmt(x, "%.17g", d);
-}
-
-/* EVALSHA sha numkeys: the caller adds the keys and arguments after. */
-static void arg_script(args *x, rc_cmd *cmd, rs_id id, int numkeys) {
-    const rs_script *sc = rs_script_get(id);
-    arg_str(x, "EVALSHA");
-    arg(x, sc->sha, 40);
-    arg_i64(x, numkeys);
-    cmd->script = sc->body;
-}
-
-/* The prefix P of a distinct counter's sub-keys (see the top of the file). */
-static hr_slice distinct_prefix(hr_arena *a, hr_slice key, unsigned slot) {
-    if (hr_key_hash_part(key).len < key.len) return key;
-    const char *tag = rc_slot_tag(slot);
-    size_t tag_len = strlen(tag), len = tag_len + 2 + key.len;
-    char *p = hr_arena_alloc(a, len);
-    p[0] = '{';
-    memcpy(p + 1, tag, tag_len);
-    p[1 + tag_len] = '}';
-    memcpy(p + 2 + tag_len, key.ptr, key.len);
-    return hr_slice_of(p, len);
-}
-
-/* E = P "\0e": K's companion zset (a distinct counter's exact set, a
- * packed set's members). */
-static hr_slice sub_key_e(hr_arena *a, hr_slice prefix) {
-    char *e = hr_arena_alloc(a, prefix.len + 2);
-    memcpy(e, prefix.ptr, prefix.len);
-    e[prefix.len] = '\0';
-    e[prefix.len + 1] = 'e';
-    return hr_slice_of(e, prefix.len + 2);
-}
 
 /* KEYS K E, then ARGV[1] P when with_prefix: the head of every
  * distinct-counter and packed-set script. */
 static void arg_sub_keys(args *x, hr_slice key, unsigned slot, bool with_prefix) {
-    hr_slice prefix = distinct_prefix(x->a, key, slot);
+    hr_slice prefix = slot_prefix(x->a, key, slot);
     arg_slice(x, key);
-    arg_slice(x, sub_key_e(x->a, prefix));
+    arg_slice(x, sub_key(x->a, prefix, 'e'));
     if (with_prefix) arg_slice(x, prefix);
 }
 static void arg_distinct_keys(args *x, hr_slice key, unsigned slot) {
@@ -335,17 +250,6 @@ static int64_t past_is_one(int64_t at_ms) {
     return at_ms < 0 ? 1 : at_ms;
 }
 
-static args args_new(hr_arena *a, size_t cap) {
-    args x = {a, hr_arena_alloc(a, cap * sizeof(char *)), hr_arena_alloc(a, cap * sizeof(size_t)), 0};
-    return x;
-}
-
-static void args_to_cmd(const args *x, rc_cmd *cmd) {
-    cmd->argc = x->n;
-    cmd->argv = x->v;
-    cmd->argvlen = x->len;
-}
-
 /* A packed-set read is two native commands in a row on K's node (see the
  * top of the file): SCARD K, the type check (0: missing, 1: a packed set,
  * WRONGTYPE), then the read of E, left out when a test has no member.
@@ -359,7 +263,7 @@ static size_t build_pset_read(hr_arena *a, const hr_op *op, int64_t now_ms, rc_c
     args_to_cmd(&x, &cmd[0]);
     if (op->type == HR_OP_PSET_TEST && op->n_u64s == 0) return 1;
 
-    hr_slice e = sub_key_e(a, distinct_prefix(a, op->key, cmd[0].slot));
+    hr_slice e = sub_key(a, slot_prefix(a, op->key, cmd[0].slot), 'e');
     if (op->type == HR_OP_PSET_TEST) {
         x = args_new(a, 2 + op->n_u64s);
         arg_str(&x, "ZMSCORE");
@@ -378,11 +282,23 @@ static size_t build_pset_read(hr_arena *a, const hr_op *op, int64_t now_ms, rc_c
     return 2;
 }
 
-/* The command(s) of op at cmd[0..2); returns how many. now_ms is the
- * batch's clock, for the packed sets. */
+/* The command(s) of op at cmd[0..MAX_CMDS_PER_OP); returns how many (0:
+ * none to send, the op's result stays empty). now_ms is the batch's clock,
+ * for the packed sets and time lists. */
 static size_t build_cmd(hr_arena *a, const hr_op *op, int64_t now_ms, rc_cmd *cmd) {
-    if (op->type == HR_OP_PSET_TEST || op->type == HR_OP_PSET_CARD)
-        return build_pset_read(a, op, now_ms, cmd);
+    switch (op->type) {
+    case HR_OP_PSET_TEST:
+    case HR_OP_PSET_CARD: return build_pset_read(a, op, now_ms, cmd);
+    case HR_OP_TLADD:
+    case HR_OP_TLREM:
+    case HR_OP_TLRANGE:
+    case HR_OP_TLTRIM: return redis_tl_build(a, op, now_ms, cmd);
+    case HR_OP_QPUSH:
+    case HR_OP_QCLAIM:
+    case HR_OP_QACK:
+    case HR_OP_QINFO: return redis_queue_build(a, op, cmd);
+    default: break;
+    }
     args x = args_new(a, MAX_ARGS);
     memset(cmd, 0, sizeof *cmd);
     cmd->slot = rc_key_slot(op->key);
@@ -517,7 +433,7 @@ static size_t build_cmd(hr_arena *a, const hr_op *op, int64_t now_ms, rc_cmd *cm
         arg_i64(&x, now_ms);
         arg_u64(&x, hr_arena_alloc(a, 8), op->u64);
         break;
-    default: /* refused by check_supported */ break;
+    default: break; /* built above */
     }
     args_to_cmd(&x, cmd);
     return 1;
@@ -610,12 +526,27 @@ static void unexpected(hr_op *op, size_t i, const rc_cmd *cmd, hr_err *failure) 
                    hr_op_label(op->type), cmd->reply->type);
 }
 
-/* Fill op's result from the replies of its commands, cmd[0..) as
+/* Fill op's result from the replies of its commands, cmd[0..n) as
  * build_cmd made them. */
-static void decode(hr_batch *b, hr_op *op, size_t i, const rc_cmd *cmd, int64_t now_ms, hr_err *failure) {
+static void decode(hr_batch *b, hr_op *op, size_t i, const rc_cmd *cmd, size_t n_cmds, int64_t now_ms,
+                   hr_err *failure) {
     hr_result *res = &op->result;
     res->rc = HR_OK;
     if (reply_error(op, i, cmd, failure)) return;
+    switch (op->type) {
+    case HR_OP_TLADD: /* ZADD, PEXPIREAT NX, PEXPIREAT GT */
+        if (n_cmds == 3 && (reply_error(op, i, &cmd[1], failure) || reply_error(op, i, &cmd[2], failure))) return;
+        break;
+    case HR_OP_QACK:
+    case HR_OP_QINFO:
+        if (n_cmds == 2 && reply_error(op, i, &cmd[1], failure)) return;
+        /* fall through */
+    case HR_OP_QPUSH:
+    case HR_OP_QCLAIM:
+        if (!redis_queue_decode(b, op, cmd, n_cmds)) unexpected(op, i, cmd, failure);
+        return;
+    default: break;
+    }
     if (op->type == HR_OP_PSET_TEST || op->type == HR_OP_PSET_CARD) {
         /* SCARD K: 1, a packed set, whose E the next reply read; 0, no key
          * (an E left by hr_put is not read). */
@@ -652,10 +583,12 @@ static void decode(hr_batch *b, hr_op *op, size_t i, const rc_cmd *cmd, int64_t 
         ok = r->type == REDIS_REPLY_NIL || reply_double(r, &res->score);
         if (r->type == REDIS_REPLY_NIL) res->rc = HR_ENOTFOUND;
         break;
-    case HR_OP_ZRANGE: ok = decode_range(b, res, r); break;
+    case HR_OP_ZRANGE:
+    case HR_OP_TLRANGE: ok = decode_range(b, res, r); break;
+    case HR_OP_TLADD: ok = r->type == REDIS_REPLY_INTEGER; break; /* num stays 0 (store.h) */
     case HR_OP_PSET_TEST: ok = decode_test(b, res, op, r, now_ms); break;
     default: /* DEL EXPIRE INCR ZADD ZREM ZCARD ZREMRANGE_SCORE ZTRIM DADD DCOUNT PSET_ADD PSET_REM
-              * PSET_CARD */
+              * PSET_CARD TLREM TLTRIM */
         ok = r->type == REDIS_REPLY_INTEGER;
         res->num = r->integer;
         break;
@@ -673,18 +606,13 @@ static void set_all_rc(hr_batch *b, int rc) {
 
 static int exec_(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
     redis_store *rs = (redis_store *)s;
-    int rc = check_supported(b, err);
-    if (rc != HR_OK) {
-        set_all_rc(b, rc);
-        return rc;
-    }
-    /* One or two commands per valid op; op_of[k] is the op of cmds[k], and
-     * an op's commands are contiguous. Argument vectors live in a scratch
+    /* Up to MAX_CMDS_PER_OP commands per valid op; op_of[k] is the op of
+     * cmds[k], and an op's commands are contiguous. Argument vectors live in a scratch
      * arena freed below, so the batch's arena holds only what the caller
      * reads. */
     hr_arena scratch = HR_ARENA_INIT;
-    rc_cmd *cmds = hr_arena_alloc(&scratch, 2 * b->len * sizeof *cmds);
-    size_t *op_of = hr_arena_alloc(&scratch, 2 * b->len * sizeof *op_of);
+    rc_cmd *cmds = hr_arena_alloc(&scratch, MAX_CMDS_PER_OP * b->len * sizeof *cmds);
+    size_t *op_of = hr_arena_alloc(&scratch, MAX_CMDS_PER_OP * b->len * sizeof *op_of);
     size_t n = 0;
     int64_t now_ms = hr_now_ms();
     for (size_t i = 0; i < b->len; i++) {
@@ -693,7 +621,7 @@ static int exec_(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
             op_of[n++] = i;
     }
 
-    rc = rc_run(rs->cluster, cmds, n, (flags & HR_EXEC_ATOMIC) != 0, err);
+    int rc = rc_run(rs->cluster, cmds, n, (flags & HR_EXEC_ATOMIC) != 0, err);
     if (rc == HR_EINVAL) {
         set_all_rc(b, rc); /* refused before sending anything */
     } else {
@@ -706,7 +634,7 @@ static int exec_(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
             if (cmd_rc != HR_OK)
                 op->result.rc = cmd_rc;
             else
-                decode(b, op, op_of[k], &cmds[k], now_ms, &failure);
+                decode(b, op, op_of[k], &cmds[k], m, now_ms, &failure);
         }
         if (rc == HR_OK && failure.code != HR_OK) rc = hr_err_set(err, failure.code, "%s", failure.msg);
     }

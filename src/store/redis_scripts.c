@@ -382,6 +382,57 @@ static const char pset_rem_lua[] = KEYS_PRELUDE PSET_PRELUDE
     "settle(p)\n"
     "return n\n";
 
+static const char tltrim_lua[] =
+    "-- hr_tltrim. KEYS[1]: the time list's sorted set. ARGV: the last rank to\n"
+    "-- remove (-(keep + 1): all but the keep highest), older_than_ms or ''.\n"
+    "-- Returns how many entries went.\n"
+    "local K = KEYS[1]\n"
+    "local n = 0\n"
+    "if ARGV[2] ~= '' then n = redis.call('ZREMRANGEBYSCORE', K, '-inf', '(' .. ARGV[2]) end\n"
+    "return n + redis.call('ZREMRANGEBYRANK', K, 0, ARGV[1])\n";
+
+static const char qclaim_lua[] =
+    "-- hr_qclaim. KEYS[1]: the queue's stream. ARGV: consumer, max, lease_ms.\n"
+    "-- Returns {id1, payload1, deliveries1, id2, ...}, oldest first: first the\n"
+    "-- jobs whose lease ran out (pending and idle for lease_ms), then new ones.\n"
+    "local K, consumer, max, lease = KEYS[1], ARGV[1], tonumber(ARGV[2]), ARGV[3]\n"
+    "local G = 'herald'\n"
+    "if redis.call('EXISTS', K) == 0 then return {} end\n"
+    "-- The group starts at 0: every job pushed before the first claim is new to\n"
+    "-- it. BUSYGROUP (it exists) is the usual answer, hence pcall.\n"
+    "redis.pcall('XGROUP', 'CREATE', K, G, '0')\n"
+    "local out, n = {}, 0\n"
+    "local function add(entry, deliveries)\n"
+    "  local f = entry[2]\n"
+    "  for i = 1, #f, 2 do\n"
+    "    if f[i] == 'p' then\n"
+    "      out[#out + 1] = entry[1]\n"
+    "      out[#out + 1] = f[i + 1]\n"
+    "      out[#out + 1] = deliveries\n"
+    "      n = n + 1\n"
+    "      return\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
+    "-- XAUTOCLAIM walks the pending list in id order (oldest first) and may stop\n"
+    "-- early with a cursor; it counts the delivery, which XPENDING then reads.\n"
+    "local start = '0-0'\n"
+    "repeat\n"
+    "  local r = redis.call('XAUTOCLAIM', K, G, consumer, lease, start, 'COUNT', max - n)\n"
+    "  start = r[1]\n"
+    "  for _, e in ipairs(r[2]) do\n"
+    "    local p = redis.call('XPENDING', K, G, e[1], e[1], 1)\n"
+    "    add(e, p[1] and p[1][4] or 2)\n"
+    "  end\n"
+    "until start == '0-0' or n >= max\n"
+    "if n < max then\n"
+    "  local r = redis.call('XREADGROUP', 'GROUP', G, consumer, 'COUNT', max - n, 'STREAMS', K, '>')\n"
+    "  if r then\n"
+    "    for _, e in ipairs(r[1][2]) do add(e, 1) end\n"
+    "  end\n"
+    "end\n"
+    "return out\n";
+
 /* clang-format on */
 
 static rs_script scripts[RS_COUNT_] = {
@@ -389,6 +440,7 @@ static rs_script scripts[RS_COUNT_] = {
     [RS_DCOUNT] = {"dcount", dcount_lua, ""},       [RS_DEL] = {"del", del_lua, ""},
     [RS_EXPIRE] = {"expire", expire_lua, ""},       [RS_PSET_ADD] = {"pset_add", pset_add_lua, ""},
     [RS_PSET_REM] = {"pset_rem", pset_rem_lua, ""},
+    [RS_TLTRIM] = {"tltrim", tltrim_lua, ""},       [RS_QCLAIM] = {"qclaim", qclaim_lua, ""},
 };
 static const char *bodies[RS_COUNT_];
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;

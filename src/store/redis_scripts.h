@@ -5,8 +5,10 @@
  * hr_dadd and hr_dcount (a distinct counter spans several keys and switches
  * from an exact set to HyperLogLog buckets), hr_pset_add and hr_pset_rem (a
  * packed set is a marker key plus a zset of members, pruned of expired
- * members and given a key expiry at each write), and hr_del and hr_expire
- * (which must reach the sub-keys of both). redis.c documents each
+ * members and given a key expiry at each write), hr_del and hr_expire
+ * (which must reach the sub-keys of both), hr_tltrim (two removals as one)
+ * and hr_qclaim (re-delivery of expired leases, then new jobs, with their
+ * delivery counts). hr_tlrange reuses the zrange script. redis.c documents each
  * script's KEYS and ARGV where it builds the call; the scripts themselves
  * are in redis_scripts.c.
  *
@@ -17,7 +19,18 @@
 
 #include <stddef.h>
 
-typedef enum { RS_ZRANGE, RS_DADD, RS_DCOUNT, RS_DEL, RS_EXPIRE, RS_PSET_ADD, RS_PSET_REM, RS_COUNT_ } rs_id;
+typedef enum {
+    RS_ZRANGE,
+    RS_DADD,
+    RS_DCOUNT,
+    RS_DEL,
+    RS_EXPIRE,
+    RS_PSET_ADD,
+    RS_PSET_REM,
+    RS_TLTRIM,
+    RS_QCLAIM,
+    RS_COUNT_
+} rs_id;
 
 typedef struct rs_script {
     const char *name;

@@ -6,7 +6,7 @@
  * PUT, an activity write, a timeline page). Values are small (ids, JSON
  * bodies); collections range from a handful of members to millions.
  *
- * LAYOUT. Four column families. The encodings follow Apache Kvrocks: one
+ * LAYOUT. Six column families. The encodings follow Apache Kvrocks: one
  * metadata record per key, and collections whose members live in sub-keys
  * that carry the collection's version. Integers are big-endian, fixed width.
  *
@@ -70,6 +70,16 @@
  *   key:   | prefix | 'U' |                value: i64 lo | i64 hi | HLL sketch
  *                                           (cached union of buckets [lo, hi))
  *
+ * "timelists" — time-list entries, one key each, no metadata (drawn in
+ * rocks_tl.c):
+ *
+ *   key:   | u64 list hash | u16 len | list key | u64 inverted time | member (escaped) |
+ *   value: | i64 expire_at |
+ *
+ * "queues" — queue jobs, no metadata (rocks_queue.c; leases in memory):
+ *
+ *   key:   | u16 len | queue key | u64 seq |      value: | i64 pushed_ms | payload |
+ *
  * Versions: a collection gets a fresh version when it is created (and a
  * distinct counter again when it turns into sketches; a packed set keeps
  * its version when it doubles its chunks, rewriting them in place).
@@ -80,25 +90,24 @@
  * across restarts unless the wall clock steps back (Kvrocks makes the same
  * bet).
  *
- * BATCHES. exec runs in five steps:
+ * BATCHES. exec runs in four steps:
  *
- *   1. refuse what is not built yet: a batch holding hr_q* fails with
- *      HR_ENOTSUP before anything runs (they come with the fan-out work);
- *   2. lock the stripes of every key the batch writes (below);
- *   3. take a snapshot: every read of the batch sees the DB at one point, so
+ *   1. lock the stripes of every key the batch writes (below);
+ *   2. take a snapshot: every read of the batch sees the DB at one point, so
  *      concurrent batches see each other's writes all or nothing;
- *   4. prefetch: one MultiGet of every key's metadata, then one of the
+ *   3. prefetch: one MultiGet of every key's metadata, then one of the
  *      sub-keys the ops will read (members, sketch buckets, packed-set
- *      chunks) — a batch of N gets or zscores, or of pset tests on N sets,
- *      costs one or two MultiGets, never N Gets;
- *   5. run the ops in order against the batch's view (rocks_view.c: its own
+ *      chunks, jobs to ack) — a batch of N gets or zscores, or of pset tests
+ *      on N sets, costs one or two MultiGets, never N Gets;
+ *   4. run the ops in order against the batch's view (rocks_view.c: its own
  *      writes over the snapshot), write the packed-set chunks the ops
  *      changed (once each, however many ops changed one) and commit all
  *      writes in one WriteBatch (WAL on; fsynced with opts->sync). Every
  *      batch is atomic, with or without HR_EXEC_ATOMIC. The WriteBatch is
  *      indexed (a WriteBatchWithIndex, whose puts cost ~50x more) only when
  *      an op that may iterate follows a write, so that its range read sees
- *      the write.
+ *      the write. After the commit, the queues' in-memory state takes the
+ *      batch's changes (rocks_queue.c).
  *
  * LOCKS. hr_incr, hr_zadd (is the member new? the size), hr_dadd (is the
  * member new? the count), hr_pset_add and hr_pset_rem (is the member new?
@@ -107,14 +116,16 @@
  * writes from before its reads until after its commit. Keys map to
  * 1024 stripes by hash; a batch locks its stripes in ascending order, so two
  * batches never wait on each other in a cycle. Read-only batches take no
- * lock.
+ * lock. Queue ops (hr_qinfo too) hold their queue's stripe, which orders
+ * the batches of one queue (rocks_queue.c); time-list adds and removes are
+ * blind and take none, hr_tltrim takes its list's.
  *
  * TTL. Reads compare expire_at with the batch's clock (distinct counters with
  * the op's now_ms) and treat expired keys as missing; the compaction filters
  * (rocks_filter.c) remove expired records and every sub-key no live record
  * names.
  *
- * NOT YET: hr_q* (refused, step 1); reverse range reads walk
+ * NOTE: reverse range reads walk
  * the memtable's skiplist backwards, several times slower than forward ones
  * (DESIGN.md: store newest-first orders inverted, so reads go forward).
  */
@@ -131,7 +142,7 @@
 
 #define DEFAULT_CACHE_BYTES ((size_t)256 << 20)
 
-static const char *const cf_names[CF_COUNT_] = {"default", "subkeys", "zindex", "sketch"};
+static const char *const cf_names[CF_COUNT_] = {"default", "subkeys", "zindex", "sketch", "timelists", "queues"};
 
 /* Opening ------------------------------------------------------------------- */
 
@@ -165,6 +176,9 @@ static rocksdb_options_t *make_options(rocks_store *s, const hr_store_options *o
     rocksdb_options_set_bytes_per_sync(o, 1 << 20);
     rocksdb_options_set_level_compaction_dynamic_level_bytes(o, 1);
     rocksdb_options_set_compression(o, compression);
+    /* The time lists' hashed memtable (rocks_tl.c) cannot take concurrent
+     * inserts; the group-commit leader inserts each write group's batches. */
+    rocksdb_options_set_allow_concurrent_memtable_write(o, 0);
 
     rocksdb_block_based_table_options_t *t = rocksdb_block_based_options_create();
     rocksdb_cache_t *cache =
@@ -176,16 +190,21 @@ static rocksdb_options_t *make_options(rocks_store *s, const hr_store_options *o
     rocksdb_block_based_options_set_format_version(t, 5);
     rocksdb_options_set_block_based_table_factory(o, t); /* copies t; shares the cache */
     rocksdb_block_based_options_destroy(t);
-    rocksdb_cache_destroy(cache);
 
     for (int i = 0; i < CF_COUNT_; i++) {
         cfopts[i] = rocksdb_options_create_copy(o);
-        if (i == CF_META)
+        switch (i) {
+        case CF_META:
             rocksdb_options_set_compaction_filter_factory(cfopts[i], rocks_meta_filter_factory(s));
-        else
+            break;
+        case CF_TL: tl_cf_options(cfopts[i], cache); break;
+        case CF_QUEUE: break; /* jobs go when acked */
+        default:
             rocksdb_options_set_compaction_filter_factory(cfopts[i], rocks_sub_filter_factory(s, i));
-        if (i == CF_SKETCH) rocksdb_options_set_merge_operator(cfopts[i], rocks_hll_merge_operator());
+            if (i == CF_SKETCH) rocksdb_options_set_merge_operator(cfopts[i], rocks_hll_merge_operator());
+        }
     }
+    rocksdb_cache_destroy(cache); /* the table options hold it */
     return o;
 }
 
@@ -232,6 +251,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
         free(s);
         return rc;
     }
+    s->queues = queues_new();
     s->wopts = rocksdb_writeoptions_create();
     rocksdb_writeoptions_set_sync(s->wopts, opts->sync);
     atomic_store(&s->filters_may_read, true);
@@ -250,6 +270,7 @@ static void close_(hr_store *hs) {
     rocksdb_writeoptions_destroy(s->wopts);
     for (size_t i = 0; i < ROCKS_STRIPES; i++)
         pthread_mutex_destroy(&s->stripes[i]);
+    queues_free(s->queues);
     free(s);
 }
 
@@ -284,7 +305,14 @@ static const op_fn op_table[HR_OP_COUNT_] = {
     [HR_OP_PSET_REM] = op_pset_rem,
     [HR_OP_PSET_TEST] = op_pset_test,
     [HR_OP_PSET_CARD] = op_pset_card,
-    /* Q*: not yet (refused in exec_) */
+    [HR_OP_TLADD] = op_tladd,
+    [HR_OP_TLREM] = op_tlrem,
+    [HR_OP_TLRANGE] = op_tlrange,
+    [HR_OP_TLTRIM] = op_tltrim,
+    [HR_OP_QPUSH] = op_qpush,
+    [HR_OP_QCLAIM] = op_qclaim,
+    [HR_OP_QACK] = op_qack,
+    [HR_OP_QINFO] = op_qinfo,
 };
 /* clang-format on */
 
@@ -294,13 +322,34 @@ static int cmp_u32(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Whether op holds its key's stripe (see LOCKS above). */
+static bool takes_stripe(hr_op_type t) {
+    switch (t) {
+    case HR_OP_TLADD:
+    case HR_OP_TLREM: return false; /* blind */
+    case HR_OP_QINFO: return true;  /* reads the queue's in-memory state */
+    default: return hr_op_is_write(t);
+    }
+}
+
+/* Whether op reads its key's metadata record. */
+static bool reads_meta(hr_op_type t) {
+    switch (t) {
+    case HR_OP_PUT: /* overwrites it blindly */
+    case HR_OP_TLADD: case HR_OP_TLREM: case HR_OP_TLRANGE: case HR_OP_TLTRIM:
+    case HR_OP_QPUSH: case HR_OP_QCLAIM: case HR_OP_QACK: case HR_OP_QINFO: /* own key spaces */
+        return false;
+    default: return true;
+    }
+}
+
 /* The sorted, distinct stripes of the keys b writes; *n of them, in mem. */
 static uint32_t *write_stripes(hr_batch *b, hr_arena *mem, size_t *n) {
     uint32_t *st = hr_arena_alloc(mem, (b->len ? b->len : 1) * sizeof *st);
     size_t k = 0;
     for (size_t i = 0; i < b->len; i++) {
         const hr_op *op = &b->ops[i];
-        if (op->result.rc == HR_OK && hr_op_is_write(op->type))
+        if (op->result.rc == HR_OK && takes_stripe(op->type))
             st[k++] = (uint32_t)(XXH3_64bits(op->key.ptr, op->key.len) & (ROCKS_STRIPES - 1));
     }
     qsort(st, k, sizeof *st, cmp_u32);
@@ -340,7 +389,7 @@ static int prefetch(rx *x) {
     rplan_reserve(x, &p, b->len);
     for (size_t i = 0; i < b->len; i++) {
         const hr_op *op = &b->ops[i];
-        if (op->result.rc != HR_OK || op->type == HR_OP_PUT) continue; /* a put reads nothing */
+        if (op->result.rc != HR_OK || !reads_meta(op->type)) continue;
         rplan_add(x, &p, CF_META, op->key);
     }
     int rc = rx_prefetch(x, p.n, p.cfs, p.keys);
@@ -375,6 +424,7 @@ static int prefetch(rx *x) {
         case HR_OP_PSET_CARD:
             if (rx_meta(x, op->key, &m) == 0) pset_plan(x, op, &m, &p);
             break;
+        case HR_OP_QACK: queue_plan(x, op, &p); break;
         default: break;
         }
     }
@@ -396,6 +446,10 @@ static bool needs_index(const hr_batch *b) {
         case HR_OP_ZTRIM:
         case HR_OP_DADD:
         case HR_OP_DCOUNT:
+        case HR_OP_TLRANGE:
+        case HR_OP_TLTRIM:
+        case HR_OP_QCLAIM:
+        case HR_OP_QINFO:
             if (wrote) return true;
             break;
         default: break;
@@ -414,13 +468,13 @@ static int fail_all(hr_batch *b, int rc) {
 static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
     (void)flags; /* every batch is one WriteBatch: atomic either way */
     rocks_store *s = (rocks_store *)hs;
-
-    for (size_t i = 0; i < b->len; i++) {
-        if (op_table[b->ops[i].type] == NULL) {
-            fail_all(b, HR_ENOTSUP);
-            return hr_err_set(err, HR_ENOTSUP, "rocksdb: %s is not implemented yet",
-                              hr_op_label(b->ops[i].type));
-        }
+    /* RocksDB counts key comparisons in a thread-local perf context by
+     * default: a quarter of a memtable insert's time (measured with the
+     * time lists' fan-out). Nothing here reads those counts. */
+    static _Thread_local bool perf_off;
+    if (!perf_off) {
+        rocksdb_set_perf_level(rocksdb_disable);
+        perf_off = true;
     }
 
     rx x = {.s = s, .b = b, .err = err, .mem = HR_ARENA_INIT};
@@ -453,6 +507,7 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
         if (errptr) rc = rx_fail(&x, errptr);
     }
     if (rc != 0) fail_all(b, rc); /* nothing was written */
+    queue_finish(&x, rc == 0);
 
     if (x.wbi) rocksdb_writebatch_wi_destroy(x.wbi);
     if (x.wb) rocksdb_writebatch_destroy(x.wb);
@@ -461,6 +516,7 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
     for (size_t i = n_stripes; i-- > 0;)
         pthread_mutex_unlock(&s->stripes[stripes[i]]);
     rx_view_free(&x);
+    hr_buf_free(&x.tlkey);
     hr_arena_free(&x.mem);
     return rc;
 }

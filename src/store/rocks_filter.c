@@ -12,7 +12,9 @@
  *   "sketch"               expired one, or one of another type or another
  *                          version (Kvrocks' SubKeyFilter does the same);
  *   "sketch"               also the bucket sketches of a live counter that
- *                          stopped counting (bucket i dies at (i+1) W + ttl).
+ *                          stopped counting (bucket i dies at (i+1) W + ttl);
+ *   "timelists"            entries expired for more than GRACE_MS (their
+ *                          value is their expire_at; no metadata to read).
  *
  * The chunks of a live packed set are kept whole: expired members inside
  * them stay until rocks_pset.c rewrites the chunk (its metadata counts them,
@@ -175,6 +177,34 @@ rocksdb_compactionfilterfactory_t *rocks_sub_filter_factory(rocks_store *s, int 
     fac->s = s;
     fac->cf = cf;
     return rocksdb_compactionfilterfactory_create(fac, free, sub_filter_create, sub_factory_name);
+}
+
+/* Time-list filter ---------------------------------------------------------------- */
+
+static unsigned char tl_filter_run(void *state, int level, const char *key, size_t klen, const char *val,
+                                   size_t vlen, char **new_val, size_t *new_len, unsigned char *changed) {
+    const meta_filter *f = state; /* only its clock */
+    if (vlen != 8) return 0;
+    int64_t at = (int64_t)load_u64(val);
+    return at > 0 && at <= f->now - GRACE_MS;
+}
+
+static const char *tl_filter_name(void *state) {
+    return "herald.tl_expiry";
+}
+
+static rocksdb_compactionfilter_t *tl_filter_create(void *state, rocksdb_compactionfiltercontext_t *ctx) {
+    meta_filter *f = hr_xmalloc(sizeof *f);
+    f->now = hr_now_ms();
+    return rocksdb_compactionfilter_create(f, free, tl_filter_run, tl_filter_name);
+}
+
+static const char *tl_factory_name(void *state) {
+    return "herald.tl_expiry_factory";
+}
+
+rocksdb_compactionfilterfactory_t *rocks_tl_filter_factory(void) {
+    return rocksdb_compactionfilterfactory_create(NULL, noop_destroy, tl_filter_create, tl_factory_name);
 }
 
 /* HLL merge operator ------------------------------------------------------------ */

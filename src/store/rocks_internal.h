@@ -8,6 +8,9 @@
  *   rocks_ops.c       values, counters, expiry, sorted sets
  *   rocks_distinct.c  distinct counters (exact sets, then HLL sketches)
  *   rocks_pset.c      packed sets of 64-bit members
+ *   rocks_tl.c        time lists (their own column family)
+ *   rocks_queue.c     durable work queues (their own column family; leases
+ *                     in memory)
  *   rocks_filter.c    the compaction filters and the HLL merge operator
  *
  * Ownership, unless a declaration says otherwise: pointer and slice
@@ -32,6 +35,8 @@ enum {
     CF_SUB,    /* "subkeys": collection members -> score / time */
     CF_ZINDEX, /* "zindex": (score | member) index of sorted sets and exact distinct sets */
     CF_SKETCH, /* "sketch": HLL sketches of distinct counters in sketch mode (merge operator) */
+    CF_TL,     /* "timelists": time-list entries (rocks_tl.c), no metadata */
+    CF_QUEUE,  /* "queues": queue jobs (rocks_queue.c), no metadata */
     CF_COUNT_
 };
 
@@ -50,6 +55,7 @@ typedef struct rocks_store {
      * compaction filters read metadata through db. */
     atomic_bool filters_may_read;
     pthread_mutex_t stripes[ROCKS_STRIPES];
+    struct rqueues *queues; /* the queues' in-memory state (rocks_queue.c) */
 } rocks_store;
 
 /* ------------------------------------------------------------------------ */
@@ -136,6 +142,8 @@ typedef struct rx {
      * their decoded forms (rx_aux) are written once each, by pset_flush. */
     hr_slice *pset_dirty;
     size_t pset_ndirty, pset_dirty_cap;
+    hr_buf tlkey;      /* scratch for time-list keys (rocks_tl.c) */
+    struct qbatch *qb; /* the queue changes to apply after the commit (rocks_queue.c) */
 } rx;
 
 /* Read key of cf as the batch sees it: its own earlier writes, else a value
@@ -151,6 +159,11 @@ int rx_prefetch(rx *x, size_t n, const int *cfs, const hr_slice *keys);
  * copied. */
 void rx_put(rx *x, int cf, hr_slice key, hr_slice val);
 void rx_del(rx *x, int cf, hr_slice key);
+/* Write into the batch without recording the write in the view: for keys
+ * that no op reads with rx_get (time lists, read only by iterators), so that
+ * a blind write costs the WriteBatch append alone. */
+void rx_put_blind(rx *x, int cf, hr_slice key, hr_slice val);
+void rx_del_blind(rx *x, int cf, hr_slice key);
 /* aux_updated: the caller has applied operand to the key's aux itself. */
 void rx_merge(rx *x, int cf, hr_slice key, hr_slice operand, bool aux_updated);
 /* A slot for a decoded form of the value of (cf, key) (e.g. an HLL sketch),
@@ -280,10 +293,53 @@ void pset_plan(rx *x, const hr_op *op, const rmeta *m, rplan *p);
 void pset_flush(rx *x);
 
 /* ------------------------------------------------------------------------ */
+/* Time lists (rocks_tl.c)                                                   */
+
+int op_tladd(rx *x, hr_op *op);
+int op_tlrem(rx *x, hr_op *op);
+int op_tlrange(rx *x, hr_op *op);
+int op_tltrim(rx *x, hr_op *op);
+
+/* The key encoding (drawn in rocks_tl.c), exposed for the tests. Each
+ * appends to out. */
+void tl_list_prefix(hr_buf *out, hr_slice list);      /* hash | len | list */
+void tl_list_end(hr_buf *out, hr_slice list);         /* the first key after the list */
+void tl_member_encode(hr_buf *out, hr_slice member);  /* escaped, order-reversing */
+void tl_key(hr_buf *out, hr_slice list, int64_t time_ms, hr_slice member);
+/* Split an entry's key whose list prefix is prefix_len bytes: its time, and
+ * its member into member (room for key.len bytes), *member_len bytes long.
+ * -1 if malformed. */
+int tl_key_parse(hr_slice key, size_t prefix_len, int64_t *time_ms, char *member, size_t *member_len);
+/* Options of the "timelists" column family: its prefix extractor, hashed
+ * memtable, tables with prefix blooms (sharing cache) and expiry filter. */
+void tl_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache);
+
+/* ------------------------------------------------------------------------ */
+/* Queues (rocks_queue.c)                                                    */
+
+typedef struct rqueues rqueues;
+rqueues *queues_new(void);
+void queues_free(rqueues *qs); /* NULL is a no-op */
+
+int op_qpush(rx *x, hr_op *op);
+int op_qclaim(rx *x, hr_op *op);
+int op_qack(rx *x, hr_op *op);
+int op_qinfo(rx *x, hr_op *op);
+/* The job an hr_qack reads, appended to p for the prefetch. */
+void queue_plan(rx *x, const hr_op *op, rplan *p);
+/* After the commit (committed) or a failed batch: apply the batch's changes
+ * to the queues' in-memory state. */
+void queue_finish(rx *x, bool committed);
+/* A job's key (exposed for the tests). */
+void queue_job_key(hr_buf *out, hr_slice queue, uint64_t seq);
+
+/* ------------------------------------------------------------------------ */
 /* Compaction filters and the merge operator (rocks_filter.c)                */
 
 rocksdb_compactionfilterfactory_t *rocks_meta_filter_factory(rocks_store *s);
 rocksdb_compactionfilterfactory_t *rocks_sub_filter_factory(rocks_store *s, int cf);
+/* Drops time-list entries expired for longer than the grace period. */
+rocksdb_compactionfilterfactory_t *rocks_tl_filter_factory(void);
 rocksdb_mergeoperator_t *rocks_hll_merge_operator(void);
 
 #endif

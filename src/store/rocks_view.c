@@ -226,11 +226,21 @@ void rx_put_aux(rx *x, int cf, hr_slice key, hr_slice val, void *aux) {
 }
 
 void rx_del(rx *x, int cf, hr_slice key) {
+    rx_del_blind(x, cf, key);
+    written(x, cf, key)->state = V_ABSENT;
+}
+
+void rx_put_blind(rx *x, int cf, hr_slice key, hr_slice val) {
+    batch_put(x, cf, key, val);
+    x->dirty = true;
+}
+
+void rx_del_blind(rx *x, int cf, hr_slice key) {
     if (x->wbi)
         rocksdb_writebatch_wi_delete_cf(x->wbi, x->s->cf[cf], key.ptr, key.len);
     else
         rocksdb_writebatch_delete_cf(x->wb, x->s->cf[cf], key.ptr, key.len);
-    written(x, cf, key)->state = V_ABSENT;
+    x->dirty = true;
 }
 
 void rx_merge(rx *x, int cf, hr_slice key, hr_slice operand, bool aux_updated) {

@@ -32,6 +32,13 @@ const char *hr_store_kind(const hr_store *s) { return s->backend->kind; }
 
 int hr_store_ping(hr_store *s, hr_err *err) { return s->backend->ping(s, err); }
 
+static bool tl_time_ok(int64_t t) {
+    return t >= -HR_TL_TIME_MAX && t <= HR_TL_TIME_MAX;
+}
+static bool tl_member_ok(hr_slice m) {
+    return m.len >= 1 && m.len <= HR_TL_MEMBER_MAX;
+}
+
 /* An op's arguments, checked once here for every backend: HR_OK, or the
  * op's own rc. An invalid op is not run (backends skip ops whose rc is set);
  * the rest of the batch runs. */
@@ -54,6 +61,23 @@ static int validate(const hr_op *op) {
     case HR_OP_DCOUNT: return op->distinct.ttl_ms < 1 ? HR_EINVAL : HR_OK;
     case HR_OP_PSET_ADD: return op->expire_at_ms < 0 ? HR_EINVAL : HR_OK;
     case HR_OP_PSET_TEST: return op->n_u64s > HR_PSET_TEST_MAX ? HR_EINVAL : HR_OK;
+    case HR_OP_TLADD:
+        if (op->expire_at_ms < 0) return HR_EINVAL;
+        /* fall through */
+    case HR_OP_TLREM: return tl_time_ok(op->time_ms) && tl_member_ok(op->member) ? HR_OK : HR_EINVAL;
+    case HR_OP_TLRANGE: {
+        const hr_tlrange_spec *sp = &op->tlrange;
+        if (sp->limit < 1 || sp->limit > HR_ZRANGE_LIMIT_MAX) return HR_EINVAL;
+        return !sp->has_cursor || (tl_time_ok(sp->cursor_time) && tl_member_ok(sp->cursor_member)) ? HR_OK
+                                                                                                 : HR_EINVAL;
+    }
+    case HR_OP_QPUSH:
+        if (op->value.len > HR_VALUE_MAX) return HR_ETOOBIG;
+        return op->value.len == 0 ? HR_EINVAL : HR_OK;
+    case HR_OP_QCLAIM:
+        if (op->claim_max < 1 || op->claim_max > HR_QCLAIM_MAX || op->lease_ms < 1) return HR_EINVAL;
+        return op->member.len >= 1 && op->member.len <= HR_QCONSUMER_MAX ? HR_OK : HR_EINVAL;
+    case HR_OP_QACK: return op->member.len >= 1 && op->member.len <= HR_QJOB_ID_MAX ? HR_OK : HR_EINVAL;
     default: return HR_OK;
     }
 }
@@ -91,7 +115,8 @@ bool hr_op_is_write(hr_op_type t) {
     switch (t) {
     case HR_OP_PUT: case HR_OP_DEL: case HR_OP_EXPIRE: case HR_OP_INCR: case HR_OP_ZADD: case HR_OP_ZINCR:
     case HR_OP_ZREM: case HR_OP_ZREMRANGE_SCORE: case HR_OP_ZTRIM: case HR_OP_DADD:
-    case HR_OP_PSET_ADD: case HR_OP_PSET_REM: case HR_OP_QPUSH: case HR_OP_QCLAIM: case HR_OP_QACK:
+    case HR_OP_PSET_ADD: case HR_OP_PSET_REM: case HR_OP_TLADD: case HR_OP_TLREM: case HR_OP_TLTRIM:
+    case HR_OP_QPUSH: case HR_OP_QCLAIM: case HR_OP_QACK:
         return true;
     default:
         return false;

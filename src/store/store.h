@@ -320,17 +320,41 @@ size_t hr_pset_card(hr_batch *b, hr_slice key);
  * timelines and secondary indexes of activities. Unlike a sorted set it keeps
  * no member->score index, so an add is one blind, idempotent write (adding
  * the same (time, member) twice leaves one entry) and costs RocksDB one
- * memtable insert: fan-out writes millions of these a second. The price: a
+ * memtable insert: fan-out writes many of these a second. The price: a
  * member is found only with its time (hr_tlrem takes both), and there is no
  * exact size.
  *
- * Each entry may carry an expiry (0: never); reads skip expired entries.
+ * Order: newest first, and among entries of one time, members descending
+ * in memcmp order (the reverse of hr_slice_cmp: "b", "ab", "a"), on both
+ * backends.
+ *
+ * ONE TIME PER MEMBER. Redis keeps a list as a sorted set, which holds a
+ * member once: adding a member again at another time moves it there, and
+ * hr_tlrem removes the member whatever time_ms says. RocksDB keeps (t1, m)
+ * and (t2, m) as two entries, and hr_tlrem removes only (time_ms, member).
+ * Callers give each member one time (an activity id and the activity's
+ * time), and then both backends agree.
+ *
+ * Each entry may carry an expiry (0: never). RocksDB stores it with the
+ * entry: reads skip expired entries and compaction drops them. Redis cannot
+ * expire a member, so there the LIST expires when its latest-expiring entry
+ * does (the key's expiry only ever moves later; an entry without expiry
+ * makes the list live for ever), and until then reads return entries whose
+ * own expiry has passed; hr_tltrim's "expired" clause is RocksDB's only.
+ * Callers that must not see old entries bound reads with after_ms (now -
+ * ttl), which both backends honour exactly.
+ *
  * Time lists live in their own key space: a time list and a value or sorted
  * set may share a key name, and hr_del / hr_expire do not apply to them (a
- * list is emptied by hr_tltrim). Members are 1..HR_TL_MEMBER_MAX bytes. */
+ * list is emptied by hr_tltrim). Members are 1..HR_TL_MEMBER_MAX bytes;
+ * times (time_ms, cursor_time) lie within +-2^53 (exact as Redis scores);
+ * expire_at_ms >= 0. */
 
 #define HR_TL_MEMBER_MAX 128u
+#define HR_TL_TIME_MAX ((int64_t)1 << 53) /* |time_ms| <= this */
 
+/* Add (time_ms, member), or set its expiry if it is there; num is 0 (a
+ * blind write does not know whether the entry was new). */
 size_t hr_tladd(hr_batch *b, hr_slice key, int64_t time_ms, hr_slice member, int64_t expire_at_ms);
 /* Remove the entry (time_ms, member); num 1 if it was there (RocksDB answers
  * 1 without looking: the delete is blind too). */
@@ -343,10 +367,11 @@ typedef struct hr_tlrange_spec {
     int64_t after_ms;         /* only entries with time > after_ms; INT64_MIN: no bound */
     bool has_cursor;          /* start strictly after (cursor_time, cursor_member) in */
     int64_t cursor_time;      /* newest-first order: (time desc, member desc) */
-    hr_slice cursor_member;
-    size_t offset;            /* entries to skip first */
+    hr_slice cursor_member;   /* (it need not be an entry of the list) */
+    size_t offset;            /* entries to skip first (after the cursor) */
     size_t limit;             /* 1..HR_ZRANGE_LIMIT_MAX */
-    int64_t now_ms;           /* entries with 0 < expire_at_ms <= now_ms are skipped */
+    int64_t now_ms;           /* RocksDB: entries with 0 < expire_at_ms <= now_ms are
+                               * skipped (and not counted by offset); Redis: see above */
 } hr_tlrange_spec;
 
 /* A spec for the whole list newest first, with a limit, as of now_ms. */
@@ -354,9 +379,10 @@ hr_tlrange_spec hr_tlrange_all(size_t limit, int64_t now_ms);
 
 size_t hr_tlrange(hr_batch *b, hr_slice key, const hr_tlrange_spec *spec);
 /* Keep only the `keep` newest entries and drop every entry older than
- * older_than_ms (time < older_than_ms; INT64_MIN: none) or expired as of
- * now; num is how many were removed. keep may be 0 (empties the list).
- * Costs a scan of the list: callers trim now and then, not on every add. */
+ * older_than_ms (time < older_than_ms; INT64_MIN: none) or (RocksDB)
+ * expired as of the batch's clock; num is how many were removed. keep may
+ * be 0 (empties the list). Costs a scan of the list: callers trim now and
+ * then, not on every add. */
 size_t hr_tltrim(hr_batch *b, hr_slice key, size_t keep, int64_t older_than_ms);
 
 /* Durable work queues ---------------------------------------------------- */
@@ -364,22 +390,33 @@ size_t hr_tltrim(hr_batch *b, hr_slice key, size_t keep, int64_t older_than_ms);
  * claim leases up to `max` jobs, oldest first, to a consumer for lease_ms;
  * a job whose lease runs out without an ack is handed out again by a later
  * claim (to any consumer), so a worker that crashes loses no job, and a job
- * may run more than once: job handlers must be idempotent. A job's id is
- * opaque (at most HR_QJOB_ID_MAX bytes) and sorts by push time.
+ * may run more than once: job handlers must be idempotent. A claim never
+ * hands out a job whose lease is still running. A job's id is opaque (at
+ * most HR_QJOB_ID_MAX bytes), never reused within a queue, and sorts by push
+ * time; an id of the other backend's form, or of no job, acks nothing.
  *
- * RocksDB: jobs are keys of their own; leases live in the process's memory
- * (one process owns the database, so a restart frees every lease at once).
+ * Queues live in their own key space, as time lists do: a queue may share a
+ * name with a value, and hr_del / hr_expire do not apply to it.
+ *
+ * RocksDB: jobs are keys of their own (written to the WAL before the push
+ * returns, so a pushed job survives kill -9); ids are 16 hex digits. Leases
+ * live in the process's memory (one process owns the database), so a
+ * restart frees every lease at once: a claim after reopening gets the
+ * un-acked jobs at once, and deliveries count from 1 again.
  * Redis: a stream with a consumer group (XADD, XREADGROUP, XAUTOCLAIM,
- * XACK + XDEL); a lease is the pending entry's idle time. A queue key is one
- * Redis key, so a queue lives in one slot. */
+ * XACK + XDEL); ids are stream ids ("ms-seq"). A lease is the pending
+ * entry's idle time, so a job goes out again once it has been idle for the
+ * lease_ms of the claim that takes it: workers of one queue use one
+ * lease_ms. A queue is one Redis key, so a queue lives in one slot. */
 
 #define HR_QJOB_ID_MAX 64u
 #define HR_QCLAIM_MAX 1000u   /* jobs one claim returns at most */
+#define HR_QCONSUMER_MAX 128u /* bytes of a consumer's name */
 
 struct hr_job {
     hr_slice id;
     hr_slice payload;
-    int64_t pushed_ms;        /* when it was pushed (wall clock) */
+    int64_t pushed_ms;        /* when it was pushed (wall clock; Redis: the server's) */
     uint32_t deliveries;      /* 1 on its first claim, more on re-delivery */
 };
 
@@ -387,10 +424,11 @@ struct hr_job {
  * bytes. */
 size_t hr_qpush(hr_batch *b, hr_slice queue, hr_slice payload);
 /* Claim up to max (1..HR_QCLAIM_MAX) jobs for consumer (an identifier of the
- * worker, 1..128 bytes) with a lease of lease_ms (>= 1); the result's jobs /
- * n_jobs hold them, oldest first. None available: n_jobs 0. */
+ * worker, 1..HR_QCONSUMER_MAX bytes) with a lease of lease_ms (>= 1); the
+ * result's jobs / n_jobs hold them, oldest first. None available: n_jobs 0. */
 size_t hr_qclaim(hr_batch *b, hr_slice queue, hr_slice consumer, size_t max, int64_t lease_ms);
-/* Acknowledge (remove) a job; num 1 if it was still in the queue. */
+/* Acknowledge (remove) a job; num 1 if it was still in the queue. The job
+ * id is 1..HR_QJOB_ID_MAX bytes. */
 size_t hr_qack(hr_batch *b, hr_slice queue, hr_slice job_id);
 /* The queue's depth: num = jobs pushed and not yet acknowledged; score = the
  * push time (ms) of the oldest of them, 0 when there is none (lag = now -

@@ -1,0 +1,120 @@
+/* redis_internal.h — what redis.c, redis_tl.c and redis_queue.c share:
+ * building command argument vectors in a scratch arena, the companion keys
+ * of a key, and the per-type command builders and reply decoders. Nothing
+ * outside src/store/redis*.c includes it. */
+#ifndef HR_REDIS_INTERNAL_H
+#define HR_REDIS_INTERNAL_H
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/arena.h"
+#include "store/backend.h"
+#include "store/redis_cluster.h"
+#include "store/redis_scripts.h"
+
+/* The most arguments one op's command takes (the zrange script: EVALSHA,
+ * sha, numkeys, key, 8 arguments); build_pset_read sizes its own. */
+#define MAX_ARGS 12
+/* The most commands one op sends (hr_tladd: ZADD and two PEXPIREAT). */
+#define MAX_CMDS_PER_OP 3
+
+/* The argument vector of one command, in the run's scratch arena. */
+typedef struct args {
+    hr_arena *a;
+    const char **v;
+    size_t *len;
+    int n;
+} args;
+
+static inline void arg(args *x, const char *p, size_t n) {
+    x->v[x->n] = p ? p : "";
+    x->len[x->n] = n;
+    x->n++;
+}
+static inline void arg_str(args *x, const char *s) {
+    arg(x, s, strlen(s));
+}
+static inline void arg_slice(args *x, hr_slice s) {
+    arg(x, s.ptr, s.len);
+}
+
+static inline void arg_fmt(args *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void arg_fmt(args *x, const char *fmt, ...) {
+    char buf[64];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    arg(x, hr_arena_strndup(x->a, buf, (size_t)n), (size_t)n);
+}
+static inline void arg_i64(args *x, int64_t v) {
+    arg_fmt(x, "%" PRId64, v);
+}
+/* %.17g prints every double so that strtod (Redis' parser) reads back the
+ * same one; infinities print as "inf" / "-inf", which Redis accepts. */
+static inline void arg_double(args *x, double d) {
+    arg_fmt(x, "%.17g", d);
+}
+
+/* EVALSHA sha numkeys: the caller adds the keys and arguments after. */
+static inline void arg_script(args *x, rc_cmd *cmd, rs_id id, int numkeys) {
+    const rs_script *sc = rs_script_get(id);
+    arg_str(x, "EVALSHA");
+    arg(x, sc->sha, 40);
+    arg_i64(x, numkeys);
+    cmd->script = sc->body;
+}
+
+/* The prefix P of the companion keys of K (a distinct counter's sub-keys, a
+ * packed set's members, a time list, a queue): K itself when K has a hash
+ * tag, else "{" tag "}" K with a tag of K's slot (see redis.c). */
+static inline hr_slice slot_prefix(hr_arena *a, hr_slice key, unsigned slot) {
+    if (hr_key_hash_part(key).len < key.len) return key;
+    const char *tag = rc_slot_tag(slot);
+    size_t tag_len = strlen(tag), len = tag_len + 2 + key.len;
+    char *p = hr_arena_alloc(a, len);
+    p[0] = '{';
+    memcpy(p + 1, tag, tag_len);
+    p[1 + tag_len] = '}';
+    memcpy(p + 2 + tag_len, key.ptr, key.len);
+    return hr_slice_of(p, len);
+}
+
+/* P "\0" tag: a companion key of K, in K's slot. Tags: 'e' a distinct
+ * counter's exact set or a packed set's members, 't' a time list, 'q' a
+ * queue's stream. */
+static inline hr_slice sub_key(hr_arena *a, hr_slice prefix, char tag) {
+    char *e = hr_arena_alloc(a, prefix.len + 2);
+    memcpy(e, prefix.ptr, prefix.len);
+    e[prefix.len] = '\0';
+    e[prefix.len + 1] = tag;
+    return hr_slice_of(e, prefix.len + 2);
+}
+
+static inline args args_new(hr_arena *a, size_t cap) {
+    args x = {a, hr_arena_alloc(a, cap * sizeof(char *)), hr_arena_alloc(a, cap * sizeof(size_t)), 0};
+    return x;
+}
+
+static inline void args_to_cmd(const args *x, rc_cmd *cmd) {
+    cmd->argc = x->n;
+    cmd->argv = x->v;
+    cmd->argvlen = x->len;
+}
+
+/* Time lists (redis_tl.c): the commands of a TL op at cmd[0..), how many
+ * (0 when there is nothing to send; the op's result stays empty). now_ms is
+ * the batch's clock. */
+size_t redis_tl_build(hr_arena *a, const hr_op *op, int64_t now_ms, rc_cmd *cmd);
+
+/* Queues (redis_queue.c): the commands of a Q op at cmd[0..), how many (0:
+ * nothing to send, the result stays empty); and the op's result from their
+ * replies (none is an error reply), false when a reply has the wrong
+ * shape. */
+size_t redis_queue_build(hr_arena *a, const hr_op *op, rc_cmd *cmd);
+bool redis_queue_decode(hr_batch *b, hr_op *op, const rc_cmd *cmd, size_t n);
+
+#endif

@@ -1,0 +1,313 @@
+/* rocks_tl.c — time lists (hr_tl*) on RocksDB: feeds and timelines.
+ *
+ * WORKLOAD. Fan-out writes an activity's entry into the timeline of every
+ * follower: batches of ~1,000 adds, each to a different list, millions a
+ * second at peak. Reads are "the newest page of one list". So an add must be
+ * one blind write (no read, no metadata, no lock), and a read one forward
+ * scan of one list.
+ *
+ * ENCODING, column family "timelists" (one entry, one key):
+ *
+ *   key:   +-----------+---------+-----------+--------------+--------------+
+ *          | list hash | key len | list key  | time, newest | member,      |
+ *          | u64       | u16     | 1..1024 B | first: u64   | escaped (*)  |
+ *          +-----------+---------+-----------+--------------+--------------+
+ *   value: | i64 expire_at_ms (0: never) |
+ *
+ *   - list hash: XXH3-64 of the list key. It makes the first 8 bytes a
+ *     fixed-width prefix per list, which is what RocksDB's prefix machinery
+ *     wants: the prefix extractor (fixed 8) feeds the hashed memtable (an
+ *     add touches one small bucket instead of walking a skiplist of a
+ *     million entries) and the prefix bloom filters of the tables (a read
+ *     skips every table that holds nothing of its list).
+ *   - key len + list key: the exact list. Length-prefixed, so one list's
+ *     prefix is never a prefix of another list's keys ("a" vs "ab" differ
+ *     in the length; same length, different bytes, neither is a prefix).
+ *   - time: UINT64_MAX - (time_ms with its sign bit flipped), big-endian:
+ *     newest first in byte order, for every int64 time.
+ *   - (*) member: each byte b as 0xFF - b, except that b = 0x00 (which
+ *     would become 0xFF) is written FF 00; then the terminator FF FF. Byte
+ *     order of the encodings is then DESCENDING member order (a longer
+ *     member before its own prefix: "ab" before "a"), as store.h asks for
+ *     entries of one time, and no encoding is a prefix of another (FF FF
+ *     appears only at the end), so (time, member) -> key is one-to-one and
+ *     the key that follows a key K in byte order is K + "\0".
+ *
+ *   So a list is one contiguous run of keys in newest-first order: a read
+ *   is one Seek and Next calls, never a reverse iteration (several times
+ *   slower in RocksDB). The iterator's upper bound is the end of the list
+ *   (or of the after_ms bound), so a scan stops there without looking at the
+ *   next list.
+ *
+ * COSTS. hr_tladd and hr_tlrem write one key / one tombstone into the
+ * batch's WriteBatch, without recording them in the batch's view and
+ * without a lock (rocks.c leaves them out of the stripes). hr_tlrange seeks
+ * to max(before bound, cursor) and reads offset + limit live entries (plus
+ * one, for `more`); expired entries are skipped and not counted.
+ * hr_tltrim scans the whole list and deletes, in the same WriteBatch, what
+ * goes; it runs under the list's stripe lock so that two trims do not count
+ * the same deletions.
+ *
+ * EXPIRY. Reads compare expire_at with the spec's now_ms; hr_tltrim with
+ * the batch's clock. The compaction filter (rocks_filter.c) drops entries
+ * expired for more than its grace period.
+ *
+ * COLUMN FAMILY OPTIONS (tl_cf_options) were chosen by measuring fan-out
+ * on this machine (BENCHMARKS.md, "Time lists").
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "common/alloc.h"
+#include "store/rocks_internal.h"
+
+#define TL_WRITE_BUFFER ((size_t)64 << 20)
+#define TL_HASH_BUCKETS 1000003 /* memtable buckets (list hashes) */
+
+/* Key encoding ---------------------------------------------------------------- */
+
+static inline uint64_t time_inv(int64_t t) {
+    return ~((uint64_t)t ^ (UINT64_C(1) << 63));
+}
+static inline int64_t time_of_inv(uint64_t inv) {
+    return (int64_t)(~inv ^ (UINT64_C(1) << 63));
+}
+
+void tl_list_prefix(hr_buf *out, hr_slice list) {
+    unsigned char len[2] = {(unsigned char)(list.len >> 8), (unsigned char)list.len};
+    hr_buf_append_u64be(out, XXH3_64bits(list.ptr, list.len));
+    hr_buf_append(out, len, 2);
+    hr_buf_append_slice(out, list);
+}
+
+void tl_list_end(hr_buf *out, hr_slice list) {
+    size_t start = out->len;
+    tl_list_prefix(out, list);
+    /* The successor of the prefix: bump its last byte that is not 0xFF and
+     * drop the ones after. The length field (<= 1024) never carries, so the
+     * end shares the list's 8-byte hash. */
+    while (out->len > start) {
+        unsigned char *c = (unsigned char *)&out->data[out->len - 1];
+        if (*c != 0xFF) {
+            (*c)++;
+            break;
+        }
+        out->data[--out->len] = '\0';
+    }
+}
+
+void tl_member_encode(hr_buf *out, hr_slice member) {
+    hr_buf_reserve(out, 2 * member.len + 2);
+    for (size_t i = 0; i < member.len; i++) {
+        unsigned char c = (unsigned char)~(unsigned char)member.ptr[i];
+        hr_buf_append_byte(out, c);
+        if (c == 0xFF) hr_buf_append_byte(out, 0x00);
+    }
+    hr_buf_append_byte(out, 0xFF);
+    hr_buf_append_byte(out, 0xFF);
+}
+
+/* Decode an encoded member that must fill enc exactly; the member's bytes go
+ * to out (room for enc.len bytes). Its length, or -1 when malformed. */
+static long member_decode(hr_slice enc, char *out) {
+    size_t n = 0;
+    const unsigned char *p = (const unsigned char *)enc.ptr;
+    for (size_t i = 0; i < enc.len; i++) {
+        if (p[i] != 0xFF) {
+            out[n++] = (char)~p[i];
+            continue;
+        }
+        if (i + 1 >= enc.len) return -1;
+        if (p[i + 1] == 0xFF) return i + 2 == enc.len ? (long)n : -1; /* the terminator */
+        if (p[i + 1] != 0x00) return -1;
+        out[n++] = 0x00;
+        i++;
+    }
+    return -1; /* no terminator */
+}
+
+void tl_key(hr_buf *out, hr_slice list, int64_t time_ms, hr_slice member) {
+    tl_list_prefix(out, list);
+    hr_buf_append_u64be(out, time_inv(time_ms));
+    tl_member_encode(out, member);
+}
+
+int tl_key_parse(hr_slice key, size_t prefix_len, int64_t *time_ms, char *member, size_t *member_len) {
+    if (key.len < prefix_len + 8) return -1;
+    *time_ms = time_of_inv(load_u64(key.ptr + prefix_len));
+    long n = member_decode(hr_slice_of(key.ptr + prefix_len + 8, key.len - prefix_len - 8), member);
+    if (n < 0) return -1;
+    *member_len = (size_t)n;
+    return 0;
+}
+
+/* Whether an entry whose value is v has expired at now. A value that is not
+ * 8 bytes is treated as never expiring (it is not ours to judge). */
+static bool expired(hr_slice v, int64_t now) {
+    if (v.len != 8) return false;
+    int64_t at = (int64_t)load_u64(v.ptr);
+    return at > 0 && at <= now;
+}
+
+static int bufcmp(const hr_buf *a, const hr_buf *b) {
+    return hr_slice_cmp(hr_buf_slice(a), hr_buf_slice(b));
+}
+
+/* Ops ---------------------------------------------------------------------- */
+
+int op_tladd(rx *x, hr_op *op) {
+    hr_buf_clear(&x->tlkey);
+    tl_key(&x->tlkey, op->key, op->time_ms, op->member);
+    char v[8];
+    hr_store_u64be(v, (uint64_t)op->expire_at_ms);
+    rx_put_blind(x, CF_TL, hr_buf_slice(&x->tlkey), hr_slice_of(v, 8));
+    return 0;
+}
+
+int op_tlrem(rx *x, hr_op *op) {
+    hr_buf_clear(&x->tlkey);
+    tl_key(&x->tlkey, op->key, op->time_ms, op->member);
+    rx_del_blind(x, CF_TL, hr_buf_slice(&x->tlkey));
+    op->result.num = 1; /* blind: store.h says so */
+    return 0;
+}
+
+/* The keys [lo, hi) a range read walks; false when the range is empty. */
+static bool range_bounds(hr_slice list, const hr_tlrange_spec *sp, hr_buf *lo, hr_buf *hi) {
+    if (sp->before_ms == INT64_MIN || sp->after_ms == INT64_MAX) return false;
+    tl_list_prefix(lo, list);
+    size_t plen = lo->len;
+    if (sp->before_ms != INT64_MAX) hr_buf_append_u64be(lo, time_inv(sp->before_ms) + 1);
+    if (sp->has_cursor) {
+        hr_buf c = HR_BUF_INIT;
+        tl_key(&c, list, sp->cursor_time, sp->cursor_member);
+        hr_buf_append_byte(&c, 0x00); /* strictly after the cursor's key */
+        if (bufcmp(&c, lo) > 0) {
+            hr_buf_clear(lo);
+            hr_buf_append_slice(lo, hr_buf_slice(&c));
+        }
+        hr_buf_free(&c);
+    }
+    if (sp->after_ms != INT64_MIN) {
+        hr_buf_append(hi, lo->data, plen);
+        hr_buf_append_u64be(hi, time_inv(sp->after_ms));
+    } else {
+        tl_list_end(hi, list);
+    }
+    return bufcmp(lo, hi) < 0;
+}
+
+int op_tlrange(rx *x, hr_op *op) {
+    const hr_tlrange_spec *sp = &op->tlrange;
+    hr_result *res = &op->result;
+    hr_arena *out = &x->b->arena;
+    hr_buf lo = HR_BUF_INIT, hi = HR_BUF_INIT;
+    res->n_entries = 0;
+    res->more = false;
+    int rc = 0;
+    if (range_bounds(op->key, sp, &lo, &hi)) {
+        size_t plen = 8 + 2 + op->key.len, skip = sp->offset, cap = 0;
+        hr_slice hslice = hr_buf_slice(&hi);
+        rx_iter it;
+        rx_iter_open(x, &it, CF_TL, hr_buf_slice(&lo), hslice);
+        for (rocksdb_iter_seek(it.it, lo.data, lo.len); rocksdb_iter_valid(it.it); rocksdb_iter_next(it.it)) {
+            hr_slice k = rx_iter_key(&it);
+            if (hr_slice_cmp(k, hslice) >= 0) break; /* the batch's own writes are not bounded */
+            size_t vlen;
+            const char *v = rocksdb_iter_value(it.it, &vlen);
+            if (expired(hr_slice_of(v, vlen), sp->now_ms)) continue;
+            if (skip > 0) {
+                skip--;
+                continue;
+            }
+            if (res->n_entries == sp->limit) {
+                res->more = true;
+                break;
+            }
+            if (res->n_entries == cap) { /* grow: most reads ask for a page, a few for 10,000 */
+                cap = cap ? cap * 2 : 32;
+                if (cap > sp->limit) cap = sp->limit;
+                hr_zentry *e = hr_arena_alloc(out, cap * sizeof *e);
+                if (res->n_entries) memcpy(e, res->entries, res->n_entries * sizeof *e);
+                res->entries = e;
+            }
+            char *m = hr_arena_alloc(out, k.len + 1);
+            int64_t t;
+            size_t mlen;
+            if (tl_key_parse(k, plen, &t, m, &mlen) != 0) {
+                rc = hr_err_set(x->err, HR_EIO, "rocksdb: corrupt time list key (%zu bytes)", k.len);
+                break;
+            }
+            m[mlen] = '\0';
+            res->entries[res->n_entries].score = (double)t;
+            res->entries[res->n_entries].member = hr_slice_of(m, mlen);
+            res->n_entries++;
+        }
+        if (rc == 0) rc = rx_iter_status(x, &it);
+        rx_iter_close(&it);
+    }
+    if (res->n_entries == 0) res->entries = NULL;
+    hr_buf_free(&lo);
+    hr_buf_free(&hi);
+    return rc;
+}
+
+int op_tltrim(rx *x, hr_op *op) {
+    hr_buf lo = HR_BUF_INIT, hi = HR_BUF_INIT;
+    tl_list_prefix(&lo, op->key);
+    tl_list_end(&hi, op->key);
+    size_t plen = lo.len, live = 0, n = 0, cap = 0;
+    hr_slice *gone = NULL;
+    int64_t older = op->time_ms;
+    rx_iter it;
+    rx_iter_open(x, &it, CF_TL, hr_buf_slice(&lo), hr_buf_slice(&hi));
+    for (rocksdb_iter_seek(it.it, lo.data, lo.len); rocksdb_iter_valid(it.it); rocksdb_iter_next(it.it)) {
+        hr_slice k = rx_iter_key(&it);
+        if (hr_slice_cmp(k, hr_buf_slice(&hi)) >= 0) break;
+        size_t vlen;
+        const char *v = rocksdb_iter_value(it.it, &vlen);
+        bool drop = expired(hr_slice_of(v, vlen), x->now);
+        if (!drop && older != INT64_MIN && k.len >= plen + 8)
+            drop = time_of_inv(load_u64(k.ptr + plen)) < older;
+        if (!drop) drop = live++ >= op->keep;
+        if (!drop) continue;
+        if (n == cap) { /* deleted after the iterator is closed (rocks_view.c says why) */
+            cap = cap ? cap * 2 : 64;
+            hr_slice *g = hr_arena_alloc(&x->mem, cap * sizeof *g);
+            if (n) memcpy(g, gone, n * sizeof *g);
+            gone = g;
+        }
+        gone[n++] = hr_arena_copy(&x->mem, k);
+    }
+    int rc = rx_iter_status(x, &it);
+    rx_iter_close(&it);
+    if (rc == 0) {
+        for (size_t i = 0; i < n; i++)
+            rx_del_blind(x, CF_TL, gone[i]);
+        op->result.num = (int64_t)n;
+    }
+    hr_buf_free(&lo);
+    hr_buf_free(&hi);
+    return rc;
+}
+
+/* Column family options ------------------------------------------------------ */
+
+void tl_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache) {
+    rocksdb_options_set_prefix_extractor(o, rocksdb_slicetransform_create_fixed_prefix(8));
+    rocksdb_options_set_hash_link_list_rep(o, TL_HASH_BUCKETS);
+    rocksdb_options_set_write_buffer_size(o, TL_WRITE_BUFFER);
+    rocksdb_options_set_max_write_buffer_number(o, 4);
+    rocksdb_options_set_compaction_filter_factory(o, rocks_tl_filter_factory());
+
+    rocksdb_block_based_table_options_t *t = rocksdb_block_based_options_create();
+    rocksdb_block_based_options_set_block_cache(t, cache);
+    /* Bloom filters of list prefixes, not of whole keys: a time list is only
+     * ever scanned, never looked up by key. */
+    rocksdb_block_based_options_set_filter_policy(t, rocksdb_filterpolicy_create_bloom_full(10));
+    rocksdb_block_based_options_set_whole_key_filtering(t, 0);
+    rocksdb_block_based_options_set_format_version(t, 5);
+    rocksdb_options_set_block_based_table_factory(o, t);
+    rocksdb_block_based_options_destroy(t);
+}
