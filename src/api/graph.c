@@ -68,6 +68,7 @@ static void change(hr_request *req, graph_change what) {
     }
     hr_batch_free(b);
     if (rc != HR_OK) return hr_reply_error(req, rc, &err);
+    hr_feeds_notify(app->feeds);
     const char *state = groups ? "member" : "following";
     const char *before = adds ? "new" : groups ? "was_member" : "was_following";
     hr_reply_json(req, 200, json_pack("{s:b,s:b}", state, adds, before, flag));

@@ -96,6 +96,7 @@ typedef struct job_run {
     hr_feeds *f;
     const hr_fanout_options *o;
     hr_slice job_id;
+    hr_slice consumer; /* who runs it (at most 255 bytes) */
     hr_arena *a;
     hr_feed_job job;
     checkpoint ck;
@@ -122,20 +123,31 @@ static void checkpoint_key(job_run *r) {
     hr_buf_append_byte(&r->ck_key, '}');
 }
 
-static int checkpoint_load(job_run *r, hr_err *err) {
+/* The checkpoint: u8 phase | u8 has_cursor | u64be written_ms | u8 length +
+ * the consumer that wrote it | [u64be score bits | member]. Each batch
+ * rewrites it, so it is also the job's heartbeat: a checkpoint another
+ * consumer wrote less than a lease ago means the job is running there (its
+ * lease ran out in the queue while it worked: a job can outlast a lease) and
+ * *busy is set, so that this claim leaves it alone. */
+static int checkpoint_load(job_run *r, bool *busy, hr_err *err) {
     hr_batch *b = hr_batch_new();
     size_t op = hr_get(b, hr_buf_slice(&r->ck_key));
     int rc = hr_core_exec(r->f->store, b, 0, "fan-out checkpoint", err);
     const hr_result *res = hr_batch_result(b, op);
     memset(&r->ck, 0, sizeof r->ck);
-    if (rc == HR_OK && res->rc == HR_OK && res->value.len >= 2) {
-        const unsigned char *p = (const unsigned char *)res->value.ptr;
+    *busy = false;
+    const unsigned char *p = (const unsigned char *)res->value.ptr;
+    if (rc == HR_OK && res->rc == HR_OK && res->value.len >= 11 && res->value.len >= 11u + p[10]) {
+        int64_t written = (int64_t)hr_load_u64be(p + 2);
+        hr_slice owner = hr_slice_of((const char *)p + 11, p[10]);
+        *busy = !hr_slice_eq(owner, r->consumer) && r->now_ms - written < r->o->lease_ms;
         r->ck.phase = p[0];
-        if (p[1] && res->value.len >= 10) {
-            uint64_t bits = hr_load_u64be(p + 2);
+        size_t at = 11u + p[10];
+        if (p[1] && res->value.len >= at + 8) {
+            uint64_t bits = hr_load_u64be(p + at);
             memcpy(&r->ck.score, &bits, sizeof bits);
             r->ck.has_cursor = true;
-            r->ck.member = hr_arena_copy(r->a, hr_slice_of(res->value.ptr + 10, res->value.len - 10));
+            r->ck.member = hr_arena_copy(r->a, hr_slice_of(res->value.ptr + at + 8, res->value.len - at - 8));
         }
     }
     hr_batch_free(b);
@@ -146,6 +158,9 @@ static int checkpoint_save(job_run *r, hr_err *err) {
     hr_buf v = HR_BUF_INIT;
     hr_buf_append_byte(&v, (uint8_t)r->ck.phase);
     hr_buf_append_byte(&v, r->ck.has_cursor);
+    hr_buf_append_u64be(&v, (uint64_t)hr_now_ms());
+    hr_buf_append_byte(&v, (uint8_t)r->consumer.len);
+    hr_buf_append_slice(&v, r->consumer);
     if (r->ck.has_cursor) {
         uint64_t bits;
         memcpy(&bits, &r->ck.score, sizeof bits);
@@ -439,10 +454,15 @@ static int run_relation(job_run *r, hr_err *err) {
     return j->adds ? run_backfill(r, account, err) : run_unlink(r, account, err);
 }
 
-/* Run one claimed job to the end. */
-static int run_job(hr_feeds *f, const hr_fanout_options *o, const hr_job *job, hr_err *err) {
+/* Run one claimed job to the end; *done false when another consumer is
+ * running it (see checkpoint_load). */
+static int run_job(hr_feeds *f, const hr_fanout_options *o, const char *consumer, const hr_job *job, bool *done,
+                   hr_err *err) {
     hr_arena a = HR_ARENA_INIT;
     job_run r = {.f = f, .o = o, .job_id = job->id, .a = &a, .ck_key = HR_BUF_INIT, .now_ms = hr_now_ms()};
+    r.consumer = hr_slice_of(consumer, strnlen(consumer, 255));
+    bool busy = false;
+    *done = false;
     int rc = hr_feed_job_decode(job->payload, &a, &r.job, err);
     if (rc != HR_OK) {
         /* Nothing can ever run it: log and drop it rather than retry forever. */
@@ -451,7 +471,11 @@ static int run_job(hr_feeds *f, const hr_fanout_options *o, const hr_job *job, h
         goto out;
     }
     checkpoint_key(&r);
-    if (r.job.kind != HR_JOB_RELATION) rc = checkpoint_load(&r, err);
+    if (r.job.kind != HR_JOB_RELATION) rc = checkpoint_load(&r, &busy, err);
+    if (busy) {
+        hr_debug("fan-out: job %.*s is running elsewhere", (int)job->id.len, job->id.ptr);
+        goto skip;
+    }
     if (rc == HR_OK) {
         switch (r.job.kind) {
         case HR_JOB_ADD: rc = run_add(&r, err); break;
@@ -470,7 +494,9 @@ out:
         hr_batch_free(b);
         hr_buf_free(&qk);
         if (rc == HR_OK) atomic_fetch_add(&jobs_total, 1);
+        *done = rc == HR_OK;
     }
+skip:
     hr_buf_free(&r.ck_key);
     hr_arena_free(&a);
     return rc;
@@ -486,8 +512,9 @@ int hr_fanout_run(hr_feeds *f, const hr_fanout_options *o, const char *consumer,
     int rc = hr_core_exec(f->store, b, 0, "fan-out claim", err);
     const hr_result *res = hr_batch_result(b, op);
     for (size_t i = 0; rc == HR_OK && i < res->n_jobs; i++) {
-        rc = run_job(f, o, &res->jobs[i], err);
-        if (rc == HR_OK) (*done)++;
+        bool finished;
+        rc = run_job(f, o, consumer, &res->jobs[i], &finished, err);
+        if (finished) (*done)++;
     }
     hr_batch_free(b);
     hr_buf_free(&qk);

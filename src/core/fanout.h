@@ -8,7 +8,11 @@
  * checkpoint (the job's phase and the last follower done), so a worker that
  * dies mid-way (kill -9) leaves a job that the next claim resumes from the
  * checkpoint rather than restarts. Every write is idempotent (time-list adds
- * and removes, set adds), so running part of a job twice is harmless.
+ * and removes, set adds), so running part of a job twice is harmless. The
+ * checkpoint doubles as a heartbeat: a job whose queue lease ran out while a
+ * live worker is still on it (a job may outlast fanout_lease) is left alone
+ * by whoever claims it next, as long as the checkpoint is younger than a
+ * lease.
  *
  * What each job does:
  *   ADD       re-write the activity's body, feed and index entries if they

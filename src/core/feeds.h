@@ -121,4 +121,8 @@ int hr_feeds_big_count(hr_feeds *f, int64_t *n, hr_err *err);
 int hr_feeds_relation_job(hr_feeds *f, hr_batch *b, hr_slice uid, bool group, hr_slice other, bool adds,
                           int64_t now_ms, hr_err *err);
 
+/* Wake this process's fan-out workers: call after a batch holding a job
+ * ran (the feeds' own calls do it themselves). */
+void hr_feeds_notify(hr_feeds *f);
+
 #endif

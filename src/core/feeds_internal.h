@@ -68,6 +68,5 @@ int hr_feed_job_decode(hr_slice payload, hr_arena *a, hr_feed_job *out, hr_err *
 
 /* Push job j onto the queue in b (and remember to wake local workers). */
 size_t hr_feeds_push_job(hr_feeds *f, hr_batch *b, const hr_feed_job *j);
-void hr_feeds_notify(hr_feeds *f);
 
 #endif
