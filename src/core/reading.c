@@ -8,17 +8,17 @@
 
 #include "common/alloc.h"
 #include "common/buf.h"
-#include "common/clock.h"
 #include "common/ident.h"
 #include "core/exec.h"
 #include "core/reading_keys.h"
 #include "core/url.h"
 
-/* One record in TRIM_EVERY trims the expired entries of the URL's reader
- * list and of the user's by-time set: often enough that a list's size stays
- * close to its live readers, rarely enough that the range deletes (and on
- * RocksDB the tombstones they leave for the next trim to step over) cost
- * little per read. */
+/* About one record in TRIM_EVERY (picked by the clock's last bits and the
+ * URL, so no random state is shared between threads) trims the expired
+ * entries of the URL's reader list and of the user's by-time set: often
+ * enough that a list's size stays close to its live readers, rarely enough
+ * that the range deletes (and on RocksDB the tombstones they leave for the
+ * next trim to step over) cost little per read. */
 #define TRIM_EVERY 16
 /* A URL's canonical form is kept at least this long after its last read,
  * so that popular and trending (windows up to 7 days) can name it. */
@@ -61,15 +61,6 @@ static int check_uid(hr_slice uid, const char *what, hr_err *err) {
     return HR_OK;
 }
 
-static bool one_in(unsigned n) {
-    static _Thread_local uint64_t state;
-    if (state == 0) state = hr_mono_ns() ^ (uint64_t)(uintptr_t)&state ^ 0x9E3779B97F4A7C15u;
-    state ^= state << 13; /* xorshift64 */
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state % n == 0;
-}
-
 /* The first live score of a reading sorted set: a read at t counts while
  * now < t + ttl. */
 static double live_min(const hr_reading *r, int64_t now_ms) {
@@ -85,26 +76,30 @@ static int canonical_site(hr_slice domain, hr_buf *out, hr_err *err) {
     return HR_OK;
 }
 
-int hr_reading_site_add(hr_reading *r, hr_slice domain, int64_t now_ms, hr_arena *a, hr_slice *site,
-                        bool *was_new, hr_err *err) {
+/* Select (add) or unselect a site: one zadd or zrem; *changed says whether
+ * it did anything. Selecting checks the limit first, in a round trip of its
+ * own. */
+static int site_change(hr_reading *r, hr_slice domain, bool add, int64_t now_ms, hr_arena *a, hr_slice *site,
+                       bool *changed, hr_err *err) {
     hr_buf c = HR_BUF_INIT, k = HR_BUF_INIT;
     int rc = canonical_site(domain, &c, err);
+    hr_slice key = hr_rk_sites(&k, r->ns), member = hr_buf_slice(&c);
     hr_batch *b = hr_batch_new();
-    if (rc == HR_OK) {
-        size_t card = hr_zcard(b, hr_rk_sites(&k, r->ns));
-        size_t had = hr_zscore(b, hr_buf_slice(&k), hr_buf_slice(&c));
+    if (rc == HR_OK && add) {
+        size_t card = hr_zcard(b, key);
+        size_t had = hr_zscore(b, key, member);
         rc = hr_core_exec(r->store, b, 0, "sites", err);
         if (rc == HR_OK && hr_batch_result(b, had)->rc == HR_ENOTFOUND &&
             hr_batch_result(b, card)->num >= HR_READING_SITES_MAX)
             rc = hr_err_set(err, HR_ELIMIT, "at most %d sites can be selected", HR_READING_SITES_MAX);
+        hr_batch_reset(b);
     }
     if (rc == HR_OK) {
-        hr_batch_reset(b);
-        size_t op = hr_zadd(b, hr_buf_slice(&k), (double)now_ms, hr_buf_slice(&c));
+        size_t op = add ? hr_zadd(b, key, (double)now_ms, member) : hr_zrem(b, key, member);
         rc = hr_core_exec(r->store, b, 0, "sites", err);
         if (rc == HR_OK) {
-            *was_new = hr_batch_result(b, op)->num == 1;
-            *site = hr_arena_copy(a, hr_buf_slice(&c));
+            *changed = hr_batch_result(b, op)->num == 1;
+            *site = hr_arena_copy(a, member);
         }
     }
     hr_batch_free(b);
@@ -113,23 +108,14 @@ int hr_reading_site_add(hr_reading *r, hr_slice domain, int64_t now_ms, hr_arena
     return rc;
 }
 
+int hr_reading_site_add(hr_reading *r, hr_slice domain, int64_t now_ms, hr_arena *a, hr_slice *site,
+                        bool *was_new, hr_err *err) {
+    return site_change(r, domain, true, now_ms, a, site, was_new, err);
+}
+
 int hr_reading_site_remove(hr_reading *r, hr_slice domain, hr_arena *a, hr_slice *site, bool *was_selected,
                            hr_err *err) {
-    hr_buf c = HR_BUF_INIT, k = HR_BUF_INIT;
-    int rc = canonical_site(domain, &c, err);
-    if (rc == HR_OK) {
-        hr_batch *b = hr_batch_new();
-        size_t op = hr_zrem(b, hr_rk_sites(&k, r->ns), hr_buf_slice(&c));
-        rc = hr_core_exec(r->store, b, 0, "sites", err);
-        if (rc == HR_OK) {
-            *was_selected = hr_batch_result(b, op)->num == 1;
-            *site = hr_arena_copy(a, hr_buf_slice(&c));
-        }
-        hr_batch_free(b);
-    }
-    hr_buf_free(&c);
-    hr_buf_free(&k);
-    return rc;
+    return site_change(r, domain, false, 0, a, site, was_selected, err);
 }
 
 static int slice_cmp(const void *x, const void *y) {
@@ -343,7 +329,7 @@ static bool write_ops(hr_reading *r, hr_slice uid, const user_keys *u, pending *
     /* Range deletes first: an op that iterates after a write would make
      * RocksDB index the whole batch. */
     bool wrote = false, any = false;
-    if (one_in(TRIM_EVERY)) {
+    if (((uint64_t)now_ms ^ p[0].h) % TRIM_EVERY == 0) {
         double dead = live_min(r, now_ms) - 1;
         hr_zremrange_score(w, hr_buf_slice(&u->times), -INFINITY, dead);
         for (size_t j = 0; j < n; j++) {
