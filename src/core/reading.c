@@ -150,7 +150,11 @@ static size_t site_candidates(hr_slice host, hr_slice *s, size_t max) {
     size_t n = 0;
     if (max == 0 || host.len == 0) return 0;
     s[n++] = host;
-    bool ip = host.ptr[0] == '[' || strspn(host.ptr, "0123456789.") >= host.len;
+    size_t numeric = 0;
+    while (numeric < host.len &&
+           (host.ptr[numeric] == '.' || (host.ptr[numeric] >= '0' && host.ptr[numeric] <= '9')))
+        numeric++;
+    bool ip = host.ptr[0] == '[' || numeric == host.len;
     for (size_t i = 0; !ip && i < host.len && n < max; i++) {
         if (host.ptr[i] != '.') continue;
         hr_slice rest = hr_slice_of(host.ptr + i + 1, host.len - i - 1);
