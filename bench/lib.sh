@@ -225,3 +225,25 @@ pgbench_percentiles() {
               i50 = int(0.50 * NR + 0.999999); i99 = int(0.99 * NR + 0.999999)
               printf "%d %.3f %.3f\n", NR, v[i50] / 1000, v[i99] / 1000 }'
 }
+
+# ---- Reports (stories.sh, reading.sh) -------------------------------------------
+
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# row_field NAME FIELD [ARRAY]: field FIELD (2=rps, 3=p50, 4=p99, 5=errors) of the
+# row named NAME in ARRAY (default ROWS) of "name|rps|p50|p99|errors" rows.
+row_field() {
+    local -n rows_=${3:-ROWS}
+    local r
+    for r in "${rows_[@]}"; do
+        [ "${r%%|*}" = "$1" ] && { echo "$r" | cut -d'|' -f"$2"; return; }
+    done
+    echo ""
+}
+
+# div A B: A / B with 2 decimals below 1, else 1; "n/a" without a B.
+div() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 <= 0) print "n/a"; else printf (a / b < 1 ? "%.2f" : "%.1f"), a / b }'; }
+ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "n/a" && a != "" && a + 0 >= b + 0) }'; }
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 <= b + 0) }'; }
+# verdict TEST...: "met" if the test command succeeds, else "**missed**".
+verdict() { if "$@"; then echo "met"; else echo "**missed**"; fi; }

@@ -36,6 +36,9 @@
  *                the sides chosen, store round trips and ops per call; then
  *                calls/s on --threads threads. Also popular 1d, trending and
  *                friends-popular 1d.
+ *   7. reopened  the store closed and reopened (what a restarted server sees:
+ *                the load's memtables flushed), and the friends-reads of 5
+ *                again, as REOPENED_*
  *   6. export    (--out DIR) what PostgreSQL loads and what wrk sends:
  *                friends.tsv (uid, friend; both directions), reads.tsv (uid,
  *                url hash as a signed bigint, time: each user's newest
@@ -679,6 +682,25 @@ int main(int argc, char **argv) {
     };
     for (size_t i = 0; i < sizeof queries / sizeof queries[0]; i++)
         measure(&queries[i], i < 2 ? opt.calls : opt.calls / 4 + 1, jobs);
+
+    /* 7: the store closed and reopened, as a restarted server sees it (the
+     * memtables flushed); friends-reads again */
+    hr_reading_free(reading);
+    hr_graph_free(graph);
+    hr_store_close(store);
+    double t_reopen = bu_now();
+    check(hr_store_open(opt.store, NULL, &store, &err), &err, "reopen");
+    graph = hr_graph_new(store, "");
+    reading = hr_reading_new(store, graph, &ro);
+    printf("REOPEN_SECS=%.1f\n", bu_now() - t_reopen);
+    static const query reopened[] = {
+        {"REOPENED_M450_ZIPF", 0, false, 0},
+        {"REOPENED_M450_TAIL", 1, false, 0},
+        {"REOPENED_WORST_ZIPF", 0, true, 0},
+        {"REOPENED_WORST_TAIL", 1, true, 0},
+    };
+    for (size_t i = 0; i < sizeof reopened / sizeof reopened[0]; i++)
+        measure(&reopened[i], i < 2 ? opt.calls : opt.calls / 4 + 1, jobs);
 
     /* 6 */
     if (opt.out) export_queries();

@@ -82,7 +82,8 @@ die() {
     exit 1
 }
 
-# quote_cmd, tail_log, free_port, stop_pid, to_ms, run_wrk, pg_setup, pg_start, pg_stop
+# quote_cmd, tail_log, free_port, stop_pid, to_ms, run_wrk, pg_setup, pg_start, pg_stop,
+# loadavg, row_field, div, ge, le, verdict
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 cleanup() {
@@ -108,8 +109,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-
-loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
 command -v wrk >/dev/null 2>&1 || die "wrk is not installed (make deps installs it)"
 awk -v s="$SCALE" 'BEGIN { exit !(s > 0 && s <= 10) }' || die "BENCH_STORIES_SCALE must be in (0, 10], got '$SCALE'"
@@ -278,18 +277,6 @@ EOF
 fi
 
 # ---- Report --------------------------------------------------------------------------
-
-row_field() { # NAME FIELD(2=rps,3=p50,4=p99,5=errors)
-    local r
-    for r in "${ROWS[@]}"; do
-        [ "${r%%|*}" = "$1" ] && { echo "$r" | cut -d'|' -f"$2"; return; }
-    done
-    echo ""
-}
-div() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 <= 0) print "n/a"; else printf (a / b < 1 ? "%.2f" : "%.1f"), a / b }'; }
-ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "n/a" && a != "" && a + 0 >= b + 0) }'; }
-le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 <= b + 0) }'; }
-verdict() { if "$@"; then echo "met"; else echo "**missed**"; fi; }
 
 H_UN2="herald unseen (2 conn)"
 
