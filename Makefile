@@ -58,6 +58,10 @@ $(BUILD)/herald: $(BUILD)/src/main.o $(BUILD)/libherald.a
 $(BUILD)/stories_load: $(BUILD)/bench/stories_load.o $(BUILD)/libherald.a
 	$(CC) $(CFLAGS) -o $@ $^ $(DEP_LIBS)
 
+# The social-reading benchmark's loader (bench/reading.sh builds and runs it).
+$(BUILD)/reading_load: $(BUILD)/bench/reading_load.o $(BUILD)/libherald.a
+	$(CC) $(CFLAGS) -o $@ $^ $(DEP_LIBS)
+
 # Micro-benchmarks of store primitives (BENCHMARKS.md says which figure each gives).
 $(BUILD)/store_micro: $(BUILD)/bench/micro/store_micro.o $(BUILD)/libherald.a
 	$(CC) $(CFLAGS) -o $@ $^ $(DEP_LIBS)

@@ -1,4 +1,5 @@
-# bench/lib.sh — helpers shared by bench/run.sh and bench/stories.sh.
+# bench/lib.sh — helpers shared by the scripts of bench/ (run.sh, stories.sh,
+# feeds.sh, reading.sh).
 # Sourced, not run. Expects the caller's globals: TMP (scratch dir), PY,
 # DUR, WARMUP, WRK_THREADS (wrk settings), COMMANDS and ROWS (arrays the
 # results are built from), and a log function.
@@ -130,3 +131,119 @@ ensure_cluster() {
     for _ in $(seq 1 100); do cluster_ok "$port" && break; sleep 0.1; done
     cluster_ok "$port" || { tail_log "$TMP/cluster-$port.log"; die "the Redis Cluster on $port is not ok"; }
 }
+
+# ---- PostgreSQL, the SQL peer (stories.sh, reading.sh) ---------------------------
+# pg_setup finds Debian's server binaries (installing postgresql with apt-get
+# when they are missing) and sets PG_BIN, PG_USER, PG_VERSION; pg_start DIR
+# starts a throwaway cluster in DIR on a free loopback port and sets PG_PORT,
+# PG_LOG, PG_OPTS, PSQL (an array), PG_STARTED=1; pg_stop stops it (for the
+# caller's cleanup). PostgreSQL refuses to run as root: as root it runs as the
+# 'postgres' user (as_pg), which must reach DIR's parent and the data files.
+
+as_pg() {
+    if [ "$(id -u)" -eq 0 ]; then runuser -u "$PG_USER" -- "$@"; else "$@"; fi
+}
+
+find_pg() {
+    local d
+    for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+        if [ -x "$d/postgres" ] && [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ] && [ -x "$d/pgbench" ] && [ -x "$d/psql" ]; then
+            PG_BIN=$d
+            return 0
+        fi
+    done
+    return 1
+}
+
+pg_setup() {
+    PG_BIN=""
+    if ! find_pg; then
+        log "PostgreSQL is not installed: apt-get install postgresql postgresql-contrib"
+        local sudo=""
+        [ "$(id -u)" -ne 0 ] && sudo="sudo"
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends postgresql postgresql-contrib >"$TMP/apt.log" 2>&1 ||
+            { tail_log "$TMP/apt.log"; die "could not install PostgreSQL (BENCH_SKIP_PG=1 skips it)"; }
+        find_pg || die "PostgreSQL installed, but no server binaries under /usr/lib/postgresql/*/bin"
+    fi
+    PG_USER=$(id -un)
+    if [ "$(id -u)" -eq 0 ]; then
+        getent passwd postgres >/dev/null || die "running as root, and there is no 'postgres' user to run PostgreSQL as"
+        PG_USER=postgres
+    fi
+    PG_VERSION=$("$PG_BIN/postgres" --version | awk '{print $3}')
+}
+
+pg_start() {
+    PG_DATA=$1/pg
+    local sock=$1/pgrun   # its socket and its log
+    PG_LOG=$sock/postgresql.log
+    mkdir -p "$PG_DATA" "$sock"
+    chmod 700 "$PG_DATA"
+    [ "$(id -u)" -eq 0 ] && chown "$PG_USER" "$PG_DATA" "$sock"
+    local icmd=("$PG_BIN/initdb" -D "$PG_DATA" -U postgres -A trust -E UTF8 --locale=C --no-sync)
+    COMMANDS+=("$(quote_cmd "${icmd[@]}")   (as $PG_USER)")
+    as_pg "${icmd[@]}" >"$TMP/initdb.log" 2>&1 || { tail_log "$TMP/initdb.log"; die "initdb failed"; }
+    PG_PORT=$(free_port)
+    # A fair configuration for a read benchmark on this machine: caches sized to
+    # the RAM, SSD costs, no JIT (compiling a 0.1 ms query only slows it);
+    # wal_level=minimal, fsync=off and no autovacuum only speed up the load.
+    local mem_kb sb_mb ecs_mb
+    mem_kb=$(awk '/MemTotal/ {print $2}' /proc/meminfo)
+    sb_mb=$(( mem_kb / 1024 / 4 )); [ "$sb_mb" -gt 4096 ] && sb_mb=4096
+    ecs_mb=$(( mem_kb / 1024 / 2 ))
+    PG_OPTS="-c listen_addresses=127.0.0.1 -c port=$PG_PORT -c unix_socket_directories=$sock \
+-c shared_buffers=${sb_mb}MB -c effective_cache_size=${ecs_mb}MB -c work_mem=64MB -c maintenance_work_mem=1GB \
+-c random_page_cost=1.1 -c effective_io_concurrency=200 -c jit=off \
+-c wal_level=minimal -c max_wal_senders=0 -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+-c max_wal_size=16GB -c checkpoint_timeout=30min -c autovacuum=off -c max_parallel_maintenance_workers=2"
+    local scmd=("$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t 120 -o "$PG_OPTS" start)
+    COMMANDS+=("$(quote_cmd "${scmd[@]}")   (as $PG_USER)")
+    log "starting PostgreSQL $PG_VERSION on 127.0.0.1:$PG_PORT"
+    PG_STARTED=1
+    as_pg "${scmd[@]}" >"$TMP/pg_ctl.log" 2>&1 || { tail_log "$TMP/pg_ctl.log"; tail_log "$PG_LOG"; die "PostgreSQL did not start"; }
+    PSQL=("$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres)
+}
+
+pg_stop() {
+    [ "${PG_STARTED:-0}" = 1 ] || return 0
+    log "stopping PostgreSQL"
+    as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -w -t 60 stop -m fast >/dev/null 2>&1 || {
+        local ppid
+        ppid=$(head -n1 "$PG_DATA/postmaster.pid" 2>/dev/null)
+        [ -n "$ppid" ] && kill -KILL "$ppid" 2>/dev/null
+    }
+    PG_STARTED=0
+}
+
+# pgbench_percentiles LOG_GLOB: "N P50_MS P99_MS" from pgbench -l transaction
+# logs (client tx latency_us script epoch epoch_us).
+pgbench_percentiles() {
+    cat $1 | awk '{print $3}' | sort -n | awk '
+        { v[NR] = $1 }
+        END { if (NR == 0) { print 0, "", ""; exit }
+              i50 = int(0.50 * NR + 0.999999); i99 = int(0.99 * NR + 0.999999)
+              printf "%d %.3f %.3f\n", NR, v[i50] / 1000, v[i99] / 1000 }'
+}
+
+# ---- Reports (stories.sh, reading.sh) -------------------------------------------
+
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# row_field NAME FIELD [ARRAY]: field FIELD (2=rps, 3=p50, 4=p99, 5=errors) of the
+# row named NAME in ARRAY (default ROWS) of "name|rps|p50|p99|errors" rows.
+row_field() {
+    local -n rows_=${3:-ROWS}
+    local r
+    for r in "${rows_[@]}"; do
+        [ "${r%%|*}" = "$1" ] && { echo "$r" | cut -d'|' -f"$2"; return; }
+    done
+    echo ""
+}
+
+# div A B: A / B with 2 decimals below 1, else 1; "n/a" without a B.
+div() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 <= 0) print "n/a"; else printf (a / b < 1 ? "%.2f" : "%.1f"), a / b }'; }
+ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "n/a" && a != "" && a + 0 >= b + 0) }'; }
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 <= b + 0) }'; }
+# verdict TEST...: "met" if the test command succeeds, else "**missed**".
+verdict() { if "$@"; then echo "met"; else echo "**missed**"; fi; }

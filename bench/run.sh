@@ -13,6 +13,9 @@
 #      variables are described there, e.g. BENCH_STORIES_SCALE)
 #   6. bench/feeds.sh: activity feeds and fan-out (issue 3), results in
 #      bench/results/feeds-latest.md (BENCH_SKIP_FEEDS=1 skips it)
+#   7. bench/reading.sh: social reading (issue 4), results in
+#      bench/results/reading-latest.md (BENCH_SKIP_READING=1 skips it; its own
+#      variables are described there, e.g. BENCH_READING_SCALE)
 #
 # and prints a table (req/s, p50, p99, herald/nginx ratios against the targets
 # PUT >= 0.6 with p99 <= 2 ms, GET >= 0.7), also written to
@@ -33,6 +36,7 @@
 #   BENCH_SKIP_CLUSTER  1: skip part 4
 #   BENCH_SKIP_STORIES  1: skip part 5
 #   BENCH_SKIP_FEEDS    1: skip part 6 (bench/feeds.sh: feeds and fan-out, issue 3)
+#   BENCH_SKIP_READING  1: skip part 7 (bench/reading.sh: social reading, issue 4)
 #   BENCH_STRICT        1: exit 1 when a target is missed
 #   HERALD_BIN          the server (build/herald)
 #
@@ -284,5 +288,12 @@ fi
 if [ "${BENCH_SKIP_FEEDS:-0}" != 1 ]; then
     echo
     bench/feeds.sh || STATUS=1
+fi
+
+# ---- 7. social reading (bench/reading.sh, its own results file) --------------------
+
+if [ "${BENCH_SKIP_READING:-0}" != 1 ]; then
+    echo
+    bench/reading.sh || STATUS=1
 fi
 exit "$STATUS"

@@ -70,6 +70,7 @@ TMP=$(mktemp -d "${BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-stories.XXXXXX")
 DATA=$TMP/data
 PIDS=()
 PG_DATA=""
+PG_VERSION=""
 PG_STARTED=0
 COMMANDS=()
 ROWS=()          # "name|rps|p50|p99|errors"
@@ -81,13 +82,9 @@ die() {
     exit 1
 }
 
-# quote_cmd, tail_log, free_port, stop_pid, to_ms, run_wrk
+# quote_cmd, tail_log, free_port, stop_pid, to_ms, run_wrk, pg_setup, pg_start, pg_stop,
+# loadavg, row_field, div, ge, le, verdict
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-
-# Run as the PostgreSQL user: postgres refuses to run as root.
-as_pg() {
-    if [ "$(id -u)" -eq 0 ]; then runuser -u "$PG_USER" -- "$@"; else "$@"; fi
-}
 
 cleanup() {
     local rc=$?
@@ -101,14 +98,7 @@ cleanup() {
             wait "$pid" 2>/dev/null
         fi
     done
-    if [ "$PG_STARTED" = 1 ]; then
-        log "stopping PostgreSQL"
-        as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -w -t 60 stop -m fast >/dev/null 2>&1 || {
-            local ppid
-            ppid=$(head -n1 "$PG_DATA/postmaster.pid" 2>/dev/null)
-            [ -n "$ppid" ] && kill -KILL "$ppid" 2>/dev/null
-        }
-    fi
+    pg_stop
     if [ "$rc" -ne 0 ] && [ -n "${KEEP_TMP:-}" ]; then
         echo "stories bench: logs and data kept in $TMP" >&2
     else
@@ -120,40 +110,12 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
-
 command -v wrk >/dev/null 2>&1 || die "wrk is not installed (make deps installs it)"
 awk -v s="$SCALE" 'BEGIN { exit !(s > 0 && s <= 10) }' || die "BENCH_STORIES_SCALE must be in (0, 10], got '$SCALE'"
 
 # ---- PostgreSQL: installed before the long load, so that a failure is early ----
 
-PG_BIN=""
-find_pg() {
-    local d
-    for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
-        if [ -x "$d/postgres" ] && [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ] && [ -x "$d/pgbench" ] && [ -x "$d/psql" ]; then
-            PG_BIN=$d
-            return 0
-        fi
-    done
-    return 1
-}
-if [ "$SKIP_PG" != 1 ]; then
-    if ! find_pg; then
-        log "PostgreSQL is not installed: apt-get install postgresql postgresql-contrib"
-        SUDO=""
-        [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-        $SUDO apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends postgresql postgresql-contrib >"$TMP/apt.log" 2>&1 ||
-            { tail_log "$TMP/apt.log"; die "could not install PostgreSQL (BENCH_SKIP_PG=1 skips it)"; }
-        find_pg || die "PostgreSQL installed, but no server binaries under /usr/lib/postgresql/*/bin"
-    fi
-    PG_USER=$(id -un)
-    if [ "$(id -u)" -eq 0 ]; then
-        getent passwd postgres >/dev/null || die "running as root, and there is no 'postgres' user to run PostgreSQL as"
-        PG_USER=postgres
-    fi
-fi
+if [ "$SKIP_PG" != 1 ]; then pg_setup; fi
 
 # ---- 1. Load and in-process measurements ------------------------------------------
 
@@ -226,40 +188,13 @@ stop_pid "$HERALD_PID"
 
 # ---- 3. PostgreSQL ------------------------------------------------------------------
 
-PG_TPS=""; PG_P50=""; PG_P99=""; PG_N=""; PG_PLAN=""; PG_LOAD_S=""; PG_CHECK=""; PG_VERSION=""
+PG_TPS=""; PG_P50=""; PG_P99=""; PG_N=""; PG_PLAN=""; PG_LOAD_S=""; PG_CHECK=""
 if [ "$SKIP_PG" != 1 ]; then
-    PG_VERSION=$("$PG_BIN/postgres" --version | awk '{print $3}')
     # postgres (the OS user) must reach its directory and the TSV files.
     chmod 711 "$TMP"
     chmod 755 "$DATA"
     chmod 644 "$DATA"/*.tsv
-    PG_DATA=$TMP/pg
-    PG_SOCK=$TMP/pgrun   # its socket and its log
-    PG_LOG=$PG_SOCK/postgresql.log
-    mkdir -p "$PG_DATA" "$PG_SOCK"
-    chmod 700 "$PG_DATA"
-    [ "$(id -u)" -eq 0 ] && chown "$PG_USER" "$PG_DATA" "$PG_SOCK"
-    icmd=("$PG_BIN/initdb" -D "$PG_DATA" -U postgres -A trust -E UTF8 --locale=C --no-sync)
-    COMMANDS+=("$(quote_cmd "${icmd[@]}")   (as $PG_USER)")
-    as_pg "${icmd[@]}" >"$TMP/initdb.log" 2>&1 || { tail_log "$TMP/initdb.log"; die "initdb failed"; }
-    PG_PORT=$(free_port)
-    # A fair configuration for a read benchmark on this machine: caches sized to
-    # the RAM, SSD costs, no JIT (compiling a 0.1 ms query only slows it);
-    # wal_level=minimal, fsync=off and no autovacuum only speed up the load.
-    MEM_KB=$(awk '/MemTotal/ {print $2}' /proc/meminfo)
-    SB_MB=$(( MEM_KB / 1024 / 4 )); [ "$SB_MB" -gt 4096 ] && SB_MB=4096
-    ECS_MB=$(( MEM_KB / 1024 / 2 ))
-    PG_OPTS="-c listen_addresses=127.0.0.1 -c port=$PG_PORT -c unix_socket_directories=$PG_SOCK \
--c shared_buffers=${SB_MB}MB -c effective_cache_size=${ECS_MB}MB -c work_mem=64MB -c maintenance_work_mem=1GB \
--c random_page_cost=1.1 -c effective_io_concurrency=200 -c jit=off \
--c wal_level=minimal -c max_wal_senders=0 -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
--c max_wal_size=16GB -c checkpoint_timeout=30min -c autovacuum=off -c max_parallel_maintenance_workers=2"
-    scmd=("$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t 120 -o "$PG_OPTS" start)
-    COMMANDS+=("$(quote_cmd "${scmd[@]}")   (as $PG_USER)")
-    log "starting PostgreSQL $PG_VERSION on 127.0.0.1:$PG_PORT"
-    PG_STARTED=1
-    as_pg "${scmd[@]}" >"$TMP/pg_ctl.log" 2>&1 || { tail_log "$TMP/pg_ctl.log"; tail_log "$PG_LOG"; die "PostgreSQL did not start"; }
-    PSQL=("$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PG_PORT" -U postgres -d postgres)
+    pg_start "$TMP"
 
     # The seed's tables in SQL: story (its score stored, as herald keeps it in
     # its ranking) and rating, one row per (subject, object) as herald's
@@ -335,29 +270,13 @@ EOF
     PG_TPS=$(awk '/^tps = / {printf "%.0f", $3; exit}' "$TMP/pgbench.txt")
     PG_FAILED=$(awk '/number of failed transactions:/ {print $5}' "$TMP/pgbench.txt")
     # Per-transaction log lines: client tx latency_us script epoch epoch_us.
-    read -r PG_N PG_P50 PG_P99 < <(cat "$TMP"/pglog/unseen.* | awk '{print $3}' | sort -n | awk '
-        { v[NR] = $1 }
-        END { if (NR == 0) { print 0, "", ""; exit }
-              i50 = int(0.50 * NR + 0.999999); i99 = int(0.99 * NR + 0.999999)
-              printf "%d %.3f %.3f\n", NR, v[i50] / 1000, v[i99] / 1000 }')
+    read -r PG_N PG_P50 PG_P99 < <(pgbench_percentiles "$TMP/pglog/unseen.*")
     [ -n "$PG_TPS" ] && [ "${PG_N:-0}" -gt 0 ] || { cat "$TMP/pgbench.txt" >&2; die "could not parse pgbench's output"; }
     ROWS+=("PostgreSQL unseen (pgbench, 2 clients)|$PG_TPS|$PG_P50|$PG_P99|${PG_FAILED:-0}")
     log "PostgreSQL unseen: $PG_TPS tps, p50 ${PG_P50} ms, p99 ${PG_P99} ms over $PG_N transactions"
 fi
 
 # ---- Report --------------------------------------------------------------------------
-
-row_field() { # NAME FIELD(2=rps,3=p50,4=p99,5=errors)
-    local r
-    for r in "${ROWS[@]}"; do
-        [ "${r%%|*}" = "$1" ] && { echo "$r" | cut -d'|' -f"$2"; return; }
-    done
-    echo ""
-}
-div() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 <= 0) print "n/a"; else printf (a / b < 1 ? "%.2f" : "%.1f"), a / b }'; }
-ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "n/a" && a != "" && a + 0 >= b + 0) }'; }
-le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 <= b + 0) }'; }
-verdict() { if "$@"; then echo "met"; else echo "**missed**"; fi; }
 
 H_UN2="herald unseen (2 conn)"
 

@@ -20,6 +20,7 @@
 #include "core/counters.h"
 #include "core/members.h"
 #include "core/ratings.h"
+#include "core/reading.h"
 #include "core/stories.h"
 #include "core/fanout.h"
 #include "core/feeds.h"
@@ -178,6 +179,7 @@ static int serve(int argc, char **argv) {
     hr_graph *graph = NULL;
     hr_feeds *feeds = NULL;
     hr_fanout *fanout = NULL;
+    hr_reading *reading = NULL;
     hr_http_server *server = NULL;
     if (status != 0) goto done;
 
@@ -249,8 +251,16 @@ static int serve(int argc, char **argv) {
     graph = hr_graph_new(store, "");
     feeds = hr_feeds_new(store, graph, &(hr_feeds_options){FEEDS_OPTIONS(cfg)});
     fanout = hr_fanout_start(feeds, &(hr_fanout_options){FANOUT_OPTIONS(cfg)});
+    if (cfg.reading_ttl < 1) {
+        fprintf(stderr, "herald: reading_ttl must be at least 1ms\n");
+        status = EXIT_USAGE;
+        goto done;
+    }
+    hr_reading_options reading_opts = {.ns = "", .ttl_ms = cfg.reading_ttl};
+    reading = hr_reading_new(store, graph, &reading_opts);
     hr_app app = {.store = store, .counters = counters, .config = &cfg, .stories = stories,
-                  .ratings = ratings, .members = members, .graph = graph, .feeds = feeds};
+                  .ratings = ratings, .members = members, .graph = graph, .feeds = feeds,
+                  .reading = reading};
 
     hr_http_config hcfg = {0};
     hcfg.host = host;
@@ -283,6 +293,7 @@ static int serve(int argc, char **argv) {
 done:
     hr_http_stop(server);
     hr_fanout_stop(fanout);
+    hr_reading_free(reading);
     hr_feeds_free(feeds);
     hr_graph_free(graph);
     hr_members_free(members);

@@ -16,6 +16,7 @@
 #include "core/graph.h"
 #include "core/members.h"
 #include "core/ratings.h"
+#include "core/reading.h"
 #include "core/stories.h"
 #include "http/http.h"
 #include "store/store.h"
@@ -31,6 +32,7 @@ typedef struct hr_app {
     hr_members *members;
     hr_graph *graph;
     hr_feeds *feeds;
+    hr_reading *reading;
 } hr_app;
 
 /* The paging arguments of a list (stories.c): since (ms), limit (1..1000,
@@ -78,6 +80,16 @@ void hr_api_activities_query(hr_request *req);
 void hr_api_user_feed(hr_request *req);
 void hr_api_user_timeline(hr_request *req);
 void hr_api_group_feed(hr_request *req);
+void hr_api_reading_site_put(hr_request *req);
+void hr_api_reading_site_delete(hr_request *req);
+void hr_api_reading_sites(hr_request *req);
+void hr_api_reading_share_put(hr_request *req);
+void hr_api_reading_share_get(hr_request *req);
+void hr_api_reading_record(hr_request *req);
+void hr_api_friends_reads(hr_request *req);
+void hr_api_reading_popular(hr_request *req);
+void hr_api_reading_trending(hr_request *req);
+void hr_api_friends_popular(hr_request *req);
 void hr_api_healthz(hr_request *req);
 void hr_api_metrics(hr_request *req);
 

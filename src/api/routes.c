@@ -16,6 +16,9 @@
 #define ACTIVITY_BODY_MAX (1u << 20)
 /* Ratings, members and URLs are small JSON objects. */
 #define SMALL_BODY_MAX 16384
+/* friends-reads: 100 URLs of up to 2 KiB (escaped up to 6x) and, from the
+ * admin, 5,000 friend ids of up to 128 bytes. */
+#define READS_BODY_MAX (2u << 20)
 
 static const hr_route routes[] = {
     /* Unique counters */
@@ -63,6 +66,18 @@ static const hr_route routes[] = {
     {"GET", "/api/v1/users/{uid}/feed", hr_api_user_feed, HR_ACCESS_ANY, NULL, 0},
     {"GET", "/api/v1/users/{uid}/timeline", hr_api_user_timeline, HR_ACCESS_SELF, "uid", 0},
     {"GET", "/api/v1/groups/{gid}/feed", hr_api_group_feed, HR_ACCESS_ANY, NULL, 0},
+
+    /* Social reading */
+    {"PUT", "/api/v1/reading/sites/{domain}", hr_api_reading_site_put, HR_ACCESS_ADMIN, NULL, 0},
+    {"DELETE", "/api/v1/reading/sites/{domain}", hr_api_reading_site_delete, HR_ACCESS_ADMIN, NULL, 0},
+    {"GET", "/api/v1/reading/sites", hr_api_reading_sites, HR_ACCESS_ANY, NULL, 0},
+    {"PUT", "/api/v1/users/{uid}/reading", hr_api_reading_share_put, HR_ACCESS_SELF, "uid", SMALL_BODY_MAX},
+    {"GET", "/api/v1/users/{uid}/reading", hr_api_reading_share_get, HR_ACCESS_SELF, "uid", 0},
+    {"POST", "/api/v1/users/{uid}/reads", hr_api_reading_record, HR_ACCESS_SELF, "uid", SMALL_BODY_MAX},
+    {"POST", "/api/v1/users/{uid}/friends-reads", hr_api_friends_reads, HR_ACCESS_SELF, "uid", READS_BODY_MAX},
+    {"GET", "/api/v1/reading/popular", hr_api_reading_popular, HR_ACCESS_ANY, NULL, 0},
+    {"GET", "/api/v1/reading/trending", hr_api_reading_trending, HR_ACCESS_ANY, NULL, 0},
+    {"GET", "/api/v1/users/{uid}/friends-popular", hr_api_friends_popular, HR_ACCESS_SELF, "uid", 0},
 
     /* Operations */
     {"GET", "/healthz", hr_api_healthz, HR_ACCESS_PUBLIC, NULL, 0},

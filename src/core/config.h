@@ -40,7 +40,8 @@
     X(fanout_lease, DURATION, "30s", "a fan-out job not finished this long after it was claimed is run again") \
     X(fanout_batch, UINT, "1000", "timeline entries a fan-out worker writes per store batch") \
     X(fanout_throttle, DURATION, "0", "pause between two batches of one fan-out job, to cap its share of the store") \
-    X(activity_data_max, SIZE, "64k", "largest activity data accepted (bytes of JSON)")
+    X(activity_data_max, SIZE, "64k", "largest activity data accepted (bytes of JSON)") \
+    X(reading_ttl, DURATION, "30d", "a recorded read (social reading) counts this long after its time")
 
 typedef enum { HR_SET_STR, HR_SET_UINT, HR_SET_BOOL, HR_SET_DURATION, HR_SET_SIZE } hr_setting_type;
 

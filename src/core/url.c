@@ -44,13 +44,22 @@
 
 static const char HEX[] = "0123456789ABCDEF";
 
-/* Tracking parameter names, compared in any case; every name starting with
- * "utm_" is tracking too. See url.h for where they come from. */
+/* Tracking parameter names, compared in any case, and the prefixes of
+ * whole families of them. See url.h for where they come from. */
+/* clang-format off */
 static const char *const TRACKING[] = {
-    "fbclid", "gclid",   "gclsrc",    "dclid",  "gbraid",  "wbraid",  "msclkid", "yclid",
-    "twclid", "ttclid",  "li_fat_id", "igshid", "igsh",    "mc_cid",  "mc_eid",  "_hsenc",
-    "_hsmi",  "mkt_tok", "_ga",       "_gl",    "ref_src", "ref_url",
+    "fbclid", "gclid", "gclsrc", "dclid", "gbraid", "wbraid", "gad_source", "srsltid",
+    "msclkid", "yclid", "twclid", "ttclid", "li_fat_id", "_openstat", "epik", "rb_clickid",
+    "igshid", "igsh",
+    "mc_cid", "mc_eid", "_hsenc", "_hsmi", "mkt_tok",
+    "oly_anon_id", "oly_enc_id", "vero_id", "vero_conv", "ml_subscriber", "ml_subscriber_hash", "_kx",
+    "ck_subscriber_id", "_bta_tid", "_bta_c", "__s", "wickedid", "s_cid",
+    "pk_campaign", "pk_kwd", "pk_keyword", "pk_source", "pk_medium", "pk_content",
+    "__hssc", "__hstc", "__hsfp", "hsctatracking",
+    "_ga", "_gl", "ref_src", "ref_url",
 };
+/* clang-format on */
+static const char *const TRACKING_PREFIXES[] = {"utm_", "mtm_", "hsa_"};
 
 static int hexval(unsigned char c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -185,7 +194,10 @@ static size_t trim_tail(const char *p, size_t n) {
 }
 
 static bool is_tracking(const char *name, size_t n) {
-    if (n >= 4 && eq_ci(name, 4, "utm_")) return true;
+    for (size_t i = 0; i < sizeof TRACKING_PREFIXES / sizeof TRACKING_PREFIXES[0]; i++) {
+        size_t m = strlen(TRACKING_PREFIXES[i]);
+        if (n >= m && eq_ci(name, m, TRACKING_PREFIXES[i])) return true;
+    }
     for (size_t i = 0; i < sizeof TRACKING / sizeof TRACKING[0]; i++)
         if (eq_ci(name, n, TRACKING[i])) return true;
     return false;

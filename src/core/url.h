@@ -62,10 +62,19 @@
  * Tracking parameters (they say who sent the reader, not what was read),
  * after Firefox's query stripping list and ClearURLs:
  *     utm_*                                       Google Analytics / Urchin
+ *     mtm_* pk_campaign pk_kwd pk_keyword pk_source Matomo (Piwik) campaigns
+ *       pk_medium pk_content
+ *     hsa_* __hssc __hstc __hsfp hsctatracking     HubSpot ads and cookies
  *     fbclid gclid gclsrc dclid gbraid wbraid      Facebook, Google Ads
+ *       gad_source srsltid                         Google Ads, Merchant Center
  *     msclkid yclid twclid ttclid li_fat_id        Bing, Yandex, X, TikTok, LinkedIn
+ *       _openstat epik rb_clickid                  Yandex, Pinterest, Rebrandly
  *     igshid igsh                                  Instagram shares
  *     mc_cid mc_eid _hsenc _hsmi mkt_tok           Mailchimp, HubSpot, Marketo mails
+ *       oly_anon_id oly_enc_id vero_id vero_conv   Omeda, Vero
+ *       ml_subscriber ml_subscriber_hash _kx       MailerLite, Klaviyo
+ *       ck_subscriber_id _bta_tid _bta_c __s       ConvertKit, Bronto, Drip
+ *       wickedid s_cid                             Wicked Reports, Adobe Analytics
  *     _ga _gl                                      Google cross-domain linker
  *     ref_src ref_url                              X embeds
  * "ref", "source", "si", "s" are not on the list: real sites use them to
