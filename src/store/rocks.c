@@ -210,6 +210,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     clock_gettime(CLOCK_REALTIME, &ts);
     atomic_init(&s->next_version, ((uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u) * 1024u);
     atomic_init(&s->filters_may_read, false);
+    s->zreg = zreg_new(opts);
 
     /* LZ4 when this RocksDB has it, else no compression. */
     static const int compressions[] = {rocksdb_lz4_compression, rocksdb_no_compression};
@@ -229,6 +230,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
         rocksdb_free(errptr);
         for (size_t i = 0; i < ROCKS_STRIPES; i++)
             pthread_mutex_destroy(&s->stripes[i]);
+        zreg_free(s->zreg);
         free(s);
         return rc;
     }
@@ -250,6 +252,7 @@ static void close_(hr_store *hs) {
     rocksdb_writeoptions_destroy(s->wopts);
     for (size_t i = 0; i < ROCKS_STRIPES; i++)
         pthread_mutex_destroy(&s->stripes[i]);
+    zreg_free(s->zreg);
     free(s);
 }
 
@@ -357,7 +360,8 @@ static int prefetch(rx *x) {
         case HR_OP_ZINCR:
         case HR_OP_ZREM:
         case HR_OP_ZSCORE:
-            if (rx_meta(x, op->key, &m) != 0 || !meta_alive(&m, x->now) || m.type != T_ZSET || m.size == 0)
+            if (rx_meta(x, op->key, &m) != 0 || !meta_alive(&m, x->now) || m.type != T_ZSET || m.size == 0 ||
+                (m.zflags & ZF_MEM)) /* members of a set in memory are read there */
                 break;
             key_prefix(&k, op->key, m.version);
             hr_buf_append_slice(&k, op->member);
@@ -452,6 +456,7 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
             rocksdb_write(s->db, s->wopts, x.wb, &errptr);
         if (errptr) rc = rx_fail(&x, errptr);
     }
+    if (rc == 0) zmem_commit(&x); /* sets kept in memory follow, under the same locks */
     if (rc != 0) fail_all(b, rc); /* nothing was written */
 
     if (x.wbi) rocksdb_writebatch_wi_destroy(x.wbi);
@@ -460,6 +465,7 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
     rocksdb_release_snapshot(s->db, x.snap);
     for (size_t i = n_stripes; i-- > 0;)
         pthread_mutex_unlock(&s->stripes[stripes[i]]);
+    zmem_end(&x);
     rx_view_free(&x);
     hr_arena_free(&x.mem);
     return rc;

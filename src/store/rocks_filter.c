@@ -12,7 +12,9 @@
  *   "sketch"               expired one, or one of another type or another
  *                          version (Kvrocks' SubKeyFilter does the same);
  *   "sketch"               also the bucket sketches of a live counter that
- *                          stopped counting (bucket i dies at (i+1) W + ttl).
+ *                          stopped counting (bucket i dies at (i+1) W + ttl);
+ *   "zindex"               also the index keys of a sorted set whose order
+ *                          moved into memory (rocks_zmem.c).
  *
  * The chunks of a live packed set are kept whole: expired members inside
  * them stay until rocks_pset.c rewrites the chunk (its metadata counts them,
@@ -146,6 +148,8 @@ static unsigned char sub_filter_run(void *state, int level, const char *key, siz
         return 1; /* no record, or not a collection */
     if (!meta_alive(m, f->now - GRACE_MS)) return 1;
     if (m->version != version) return 1;
+    if (f->fac->cf == CF_ZINDEX && m->type == T_ZSET && (m->zflags & ZF_MEM))
+        return 1; /* a set whose order moved into memory (rocks_zmem.c) */
     if (f->fac->cf == CF_SKETCH && m->type == T_DISTINCT && m->mode == D_SKETCH && rest.len == 9 &&
         rest.ptr[0] == SKETCH_BUCKET && m->width > 0) {
         int64_t bucket = (int64_t)load_u64(rest.ptr + 1);

@@ -8,6 +8,7 @@
  *   rocks_ops.c       values, counters, expiry, sorted sets
  *   rocks_distinct.c  distinct counters (exact sets, then HLL sketches)
  *   rocks_pset.c      packed sets of 64-bit members
+ *   rocks_zmem.c      sorted sets whose order is kept in memory (rankings)
  *   rocks_filter.c    the compaction filters and the HLL merge operator
  *
  * Ownership, unless a declaration says otherwise: pointer and slice
@@ -38,6 +39,8 @@ enum {
 /* Stripes of the read-modify-write locks (see rocks.c). A power of two. */
 #define ROCKS_STRIPES 1024u
 
+typedef struct zreg zreg; /* the sorted sets kept in memory (rocks_zmem.c) */
+
 typedef struct rocks_store {
     hr_store super; /* first: the dispatcher casts hr_store * to this */
     rocksdb_t *db;
@@ -49,6 +52,7 @@ typedef struct rocks_store {
     /* True between the end of open and the start of close: only then may the
      * compaction filters read metadata through db. */
     atomic_bool filters_may_read;
+    zreg *zreg;
     pthread_mutex_t stripes[ROCKS_STRIPES];
 } rocks_store;
 
@@ -66,6 +70,7 @@ typedef struct rmeta {
     int64_t counter;   /* T_COUNTER */
     uint64_t version;  /* T_ZSET, T_DISTINCT, T_PSET: the version in every sub-key */
     uint64_t size;     /* T_ZSET: members; T_DISTINCT exact, T_PSET: members stored (live + not yet pruned) */
+    uint8_t zflags;    /* T_ZSET: ZF_* */
     uint8_t mode;      /* T_DISTINCT: dmode */
     int64_t ttl;       /* T_DISTINCT: the ttl_ms of the last add (the compaction filter uses it) */
     int64_t width;     /* T_DISTINCT sketch: bucket width W in ms */
@@ -76,6 +81,10 @@ typedef struct rmeta {
     uint64_t forever;  /* T_PSET: members that never expire (expire_at 0) */
     uint8_t bits;      /* T_PSET: the set has 2^bits chunks (0..PSET_MAX_BITS) */
 } rmeta;
+
+/* T_ZSET flags. ZF_MEM: the set's order lives in memory (rocks_zmem.c), not
+ * in "zindex". */
+#define ZF_MEM 1
 
 /* A packed set has at most 2^PSET_MAX_BITS chunks (rocks_pset.c). */
 #define PSET_MAX_BITS 16
@@ -114,6 +123,22 @@ uint64_t load_u64(const void *p);
 /* One batch being executed (rocks.c, rocks_view.c)                          */
 
 typedef struct vent vent; /* a view entry, private to rocks_view.c */
+typedef struct zent zent; /* a sorted set kept in memory (rocks_zmem.c) */
+
+/* A change to a set kept in memory, applied after the commit. */
+typedef struct zstage {
+    zent *e;
+    hr_slice member; /* in x->mem */
+    bool removed;
+    uint64_t enc;
+} zstage;
+
+/* Score changes of members of a set on disk, counted toward moving it into
+ * memory. */
+typedef struct zmoves {
+    hr_slice key; /* in x->mem */
+    uint64_t version, size, moves;
+} zmoves;
 
 typedef struct rx {
     rocks_store *s;
@@ -136,8 +161,20 @@ typedef struct rx {
      * their decoded forms (rx_aux) are written once each, by pset_flush. */
     hr_slice *pset_dirty;
     size_t pset_ndirty, pset_dirty_cap;
+    /* Sets kept in memory (rocks_zmem.c): the entries the batch holds, its
+     * staged changes, and moves of sets on disk. malloc'd; zmem_end frees. */
+    zent **zheld;
+    size_t nzheld, zheld_cap;
+    zstage *zst;
+    size_t nzst, zst_cap;
+    zmoves *zmoves;
+    size_t nzmoves, zmoves_cap;
 } rx;
 
+/* What the batch itself knows of (cf, key), without reading the DB: true
+ * when it wrote the key (or read it before), with *found and *val as rx_get
+ * answers them. */
+bool rx_known(rx *x, int cf, hr_slice key, hr_slice *val, bool *found);
 /* Read key of cf as the batch sees it: its own earlier writes, else a value
  * prefetched or read now from the snapshot. On success *found says whether
  * the key exists and *val (valid until the batch ends) is its value. Returns
@@ -278,6 +315,36 @@ void pset_plan(rx *x, const hr_op *op, const rmeta *m, rplan *p);
 /* Write every chunk the batch's hr_pset_add / hr_pset_rem changed, once
  * each; rocks.c calls it after the last op, before the commit. */
 void pset_flush(rx *x);
+
+/* ------------------------------------------------------------------------ */
+/* Sorted sets kept in memory (rocks_zmem.c)                                 */
+
+zreg *zreg_new(const hr_store_options *opts);
+void zreg_free(zreg *r);
+/* The in-memory order of the set (key, m->version) (m: its metadata, with
+ * ZF_MEM), built from its member records when the process has not built it
+ * yet; held by the batch until zmem_end. fresh: the batch is creating the
+ * set (nothing to read). *out is NULL when the set no longer exists at that
+ * version (a reader's snapshot older than the set). 0 or HR_EIO. */
+int zmem_acquire(rx *x, hr_slice key, const rmeta *m, bool fresh, zent **out);
+/* Reads of the committed state, each under the set's read lock. */
+size_t zent_len(zent *e);
+bool zent_score(zent *e, hr_slice member, uint64_t *enc);
+/* Visit members in (score, member) order from the first at or after (enc,
+ * member) (reverse: the last at or before it), until visit returns false. */
+void zent_walk(zent *e, bool reverse, uint64_t enc, hr_slice member, zs_visit visit, void *ctx);
+/* Stage a change (member copied), applied by zmem_commit. */
+void zmem_stage(rx *x, zent *e, hr_slice member, bool removed, uint64_t enc);
+/* Count moves (score changes) of a set on disk, toward moving it in. */
+void zmem_moved(rx *x, hr_slice key, const rmeta *m, uint64_t moves);
+/* Whether every sorted set lives in memory from its creation (tests). */
+bool zmem_all(const rx *x);
+/* After a successful commit, with the batch's locks held: apply the staged
+ * changes, forget sets the batch deleted or replaced, move in sets that
+ * qualified. */
+void zmem_commit(rx *x);
+/* At the end of every batch: release what the batch held. */
+void zmem_end(rx *x);
 
 /* ------------------------------------------------------------------------ */
 /* Compaction filters and the merge operator (rocks_filter.c)                */

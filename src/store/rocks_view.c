@@ -123,6 +123,14 @@ int rx_fail(rx *x, char *errptr) {
     return HR_EIO;
 }
 
+bool rx_known(rx *x, int cf, hr_slice key, hr_slice *val, bool *found) {
+    vent *e = lookup(x, cf, key, false);
+    if (e == NULL || (e->state != V_ABSENT && e->state != V_VALUE)) return false;
+    *found = e->state == V_VALUE;
+    *val = *found ? hr_slice_of(e->val, e->vlen) : hr_slice_of(NULL, 0);
+    return true;
+}
+
 int rx_get(rx *x, int cf, hr_slice key, hr_slice *val, bool *found) {
     vent *e = lookup(x, cf, key, false);
     if (e != NULL && (e->state == V_ABSENT || e->state == V_VALUE)) {
