@@ -8,6 +8,10 @@
  *   store_micro URI pset         hr_pset_test of 10 000 members against sets
  *                                of 10 000 and 100 000 members, and the same
  *                                question as 10 000 hr_zscore in one batch
+ *   store_micro URI kv           the cost of one point write and one point
+ *                                read of a missing key, in batches of 16
+ *                                (1 M random 40-byte keys): what every
+ *                                sub-key of a batch pays
  *
  * Keys are prefixed with a random tag, so runs on a shared cluster do not
  * collide; RocksDB runs want a fresh directory. */
@@ -160,15 +164,59 @@ static void pset(void) {
     printf("%d zscore in one batch vs a 10000-member zset: %.3f us/member\n", Q, best);
 }
 
+/* Point writes and reads of small values in batches of 16, as a rating
+ * upsert's sub-keys are: 1 M puts of random 40-byte keys, then 200 K gets
+ * (half present): microseconds per put and per get, and the same gets again
+ * after close and reopen (from SST files instead of the memtables). */
+static void kv(void) {
+    enum { PUTS = 1000000, GETS = 200000, B = 16 };
+    hr_batch *b = hr_batch_new();
+    char k[96];
+    uint64_t t0 = hr_mono_ns();
+    for (int i = 0; i < PUTS;) {
+        hr_batch_reset(b);
+        for (int j = 0; j < B; j++, i++) {
+            uint64_t r = rnd();
+            snprintf(k, sizeof k, "{%s}:kv:%016llx:%016llx", tag, (unsigned long long)(r % PUTS),
+                     (unsigned long long)r);
+            hr_put(b, hr_slice_str(k), hr_slice_of("12345678", 8), 0);
+        }
+        run(b);
+    }
+    printf("kv: %.2f us per put (%d, batches of %d)\n", (double)(hr_mono_ns() - t0) / 1e3 / PUTS, PUTS, B);
+    for (int pass = 0; pass < 2; pass++) {
+        t0 = hr_mono_ns();
+        for (int i = 0; i < GETS;) {
+            hr_batch_reset(b);
+            for (int j = 0; j < B; j++, i++) {
+                uint64_t r = rnd();
+                snprintf(k, sizeof k, "{%s}:kv:%016llx:%016llx", tag, (unsigned long long)(r % PUTS),
+                         (unsigned long long)r);
+                hr_get(b, hr_slice_str(k));
+            }
+            run(b);
+        }
+        printf("kv: %.2f us per get (missing keys)%s\n", (double)(hr_mono_ns() - t0) / 1e3 / GETS,
+               pass ? " after reopen" : "");
+        if (pass == 0) {
+            hr_store_close(S);
+            open_store();
+        }
+    }
+    hr_batch_free(b);
+}
+
 int main(int argc, char **argv) {
-    if (argc != 3 || (strcmp(argv[2], "tombstones") != 0 && strcmp(argv[2], "pset") != 0)) {
-        fprintf(stderr, "usage: store_micro URI tombstones|pset\n");
+    if (argc != 3 || (strcmp(argv[2], "tombstones") != 0 && strcmp(argv[2], "pset") != 0 &&
+                      strcmp(argv[2], "kv") != 0)) {
+        fprintf(stderr, "usage: store_micro URI tombstones|pset|kv\n");
         return 2;
     }
     uri = argv[1];
     snprintf(tag, sizeof tag, "micro-%lx", (unsigned long)time(NULL) ^ (unsigned long)hr_mono_ns());
     open_store();
     if (strcmp(argv[2], "tombstones") == 0) tombstones();
+    else if (strcmp(argv[2], "kv") == 0) kv();
     else pset();
     hr_store_close(S);
     return 0;
