@@ -165,6 +165,13 @@ static rocksdb_options_t *make_options(rocks_store *s, const hr_store_options *o
     rocksdb_options_set_bytes_per_sync(o, 1 << 20);
     rocksdb_options_set_level_compaction_dynamic_level_bytes(o, 1);
     rocksdb_options_set_compression(o, compression);
+    /* Most point reads of a batch ask for keys that are not in the memtables
+     * (a new member, a record flushed long ago); a bloom filter over each
+     * memtable's keys answers those without a walk down its skiplist.
+     * Measured (bench/micro/store_micro kv: random 40-byte keys, 1 M in
+     * the memtables): 11 -> 1.9 us per read of a missing key. */
+    rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, 0.05);
+    rocksdb_options_set_memtable_whole_key_filtering(o, 1);
 
     rocksdb_block_based_table_options_t *t = rocksdb_block_based_options_create();
     rocksdb_cache_t *cache =
