@@ -19,6 +19,7 @@ struct hr_ratings {
     hr_store *store;
     hr_stories *stories;
     const char *ns; /* the stories' */
+    size_t seen_min; /* ratings from which a subject has a packed seen set */
     pthread_mutex_t locks[LOCK_STRIPES];
 };
 
@@ -27,9 +28,14 @@ hr_ratings *hr_ratings_new(hr_store *store, hr_stories *stories) {
     r->store = store;
     r->stories = stories;
     r->ns = hr_stories_ns(stories);
+    r->seen_min = HR_SEEN_SET_MIN;
     for (size_t i = 0; i < LOCK_STRIPES; i++)
         pthread_mutex_init(&r->locks[i], NULL);
     return r;
+}
+
+void hr_ratings_set_seen_min(hr_ratings *r, size_t n) {
+    r->seen_min = n ? n : 1;
 }
 
 void hr_ratings_free(hr_ratings *r) {
@@ -66,6 +72,27 @@ static hr_slice object_key(hr_buf *k, const hr_ratings *r, hr_slice o) {
 }
 static hr_slice all_key(hr_buf *k, const hr_ratings *r) {
     return key(k, r, "ratings/all", none, none);
+}
+/* The subject's packed seen set, in the subject's hash slot. */
+static hr_slice seen_key(hr_buf *k, const hr_ratings *r, hr_slice s) {
+    key(k, r, "rs/", s, none);
+    hr_buf_append_str(k, "seen");
+    return hr_buf_slice(k);
+}
+
+/* A story id (16 hex digits) as the 64-bit member of a seen set. False for
+ * anything else (a ranking holds only story ids). */
+static bool id_u64(hr_slice id, uint64_t *out) {
+    if (id.len != HR_STORY_ID_LEN) return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < id.len; i++) {
+        char c = id.ptr[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0) return false;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return true;
 }
 
 /* "S/O", the member of {ratings/all}. */
@@ -135,9 +162,11 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
     pthread_mutex_t *lock = lock_of(r, subject, object);
     pthread_mutex_lock(lock);
 
-    /* Round trip 1: the stored rating (in the subject's index), and the
-     * story (it must exist; its time is the hot score's). */
+    /* Round trip 1: the stored rating (in the subject's index) and how many
+     * the subject has, and the story (it must exist; its time is the hot
+     * score's). */
     size_t old_op = hr_zscore(b, subject_key(&k, r, subject), object);
+    size_t card_op = hr_zcard(b, subject_key(&k, r, subject));
     size_t st_op = hr_stories_fill_ops(r->stories, b, object);
     rc = hr_store_exec(r->store, b, 0, err);
     if (rc == HR_OK) rc = hr_stories_fill_result(b, st_op, object, a, &story, err);
@@ -157,6 +186,11 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
     int64_t delta = had ? score - old.score : score;
     bool apply = rc == HR_OK && !(had && time_ms < old.time_ms);
     int64_t sum = story.score;
+    /* A new rating of a subject with many goes into its seen set too (see
+     * hr_ratings_unseen). */
+    uint64_t id64;
+    bool to_seen = apply && !had && (size_t)hr_batch_result(b, card_op)->num + 1 >= r->seen_min &&
+                   id_u64(object, &id64);
 
     /* Round trip 2: the three indexes, and the story's sum (one atomic
      * WriteBatch on RocksDB; one pipeline on Redis Cluster). */
@@ -166,6 +200,7 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
         hr_zadd(b, subject_key(&k, r, subject), st, object);
         hr_zadd(b, object_key(&k, r, object), st, subject);
         hr_zadd(b, all_key(&k, r), st, pair(&m, subject, object));
+        if (to_seen) hr_pset_add(b, seen_key(&k, r, subject), id64, 0);
         size_t vote = delta ? hr_stories_vote_op(r->stories, b, object, delta) : 0;
         rc = hr_store_exec(r->store, b, 0, err);
         for (size_t i = 0; rc == HR_OK && i < hr_batch_len(b); i++)
@@ -414,6 +449,42 @@ int hr_ratings_top_rated(hr_ratings *r, hr_slice subject, const hr_list_req *req
     return rc;
 }
 
+/* Make subject's seen set hold every story it has rated: add them all
+ * (idempotent, so concurrent upserts and repairs do no harm). Pages of the
+ * subject's ratings, one batch of adds each. */
+static int seen_rebuild(hr_ratings *r, hr_slice subject, hr_arena *a, hr_err *err) {
+    hr_buf k = HR_BUF_INIT, sk = HR_BUF_INIT;
+    subject_key(&k, r, subject);
+    seen_key(&sk, r, subject);
+    hr_batch *b = hr_batch_new(), *ab = hr_batch_new();
+    hr_zrange_spec spec = hr_zrange_all(false, WINDOW_MAX);
+    int rc = HR_OK;
+    for (;;) {
+        hr_batch_reset(b);
+        hr_batch_reset(ab);
+        size_t op = hr_zrange(b, hr_buf_slice(&k), &spec);
+        rc = hr_store_exec(r->store, b, 0, err);
+        const hr_result *res = rc == HR_OK ? hr_batch_result(b, op) : NULL;
+        if (res && res->rc != HR_OK) rc = op_error(res, err, "ratings");
+        if (rc != HR_OK || res->n_entries == 0) break;
+        for (size_t i = 0; i < res->n_entries; i++) {
+            uint64_t id;
+            if (id_u64(res->entries[i].member, &id)) hr_pset_add(ab, hr_buf_slice(&sk), id, 0);
+        }
+        if (hr_batch_len(ab)) rc = hr_store_exec(r->store, ab, 0, err);
+        if (rc != HR_OK || !res->more) break;
+        const hr_zentry *last = &res->entries[res->n_entries - 1];
+        spec.has_cursor = true;
+        spec.cursor_score = last->score;
+        spec.cursor_member = hr_arena_copy(a, last->member); /* b is reset next */
+    }
+    hr_batch_free(ab);
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    hr_buf_free(&sk);
+    return rc;
+}
+
 int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const hr_list_req *req, hr_arena *a,
                       hr_story_page *out, hr_err *err) {
     memset(out, 0, sizeof *out);
@@ -424,44 +495,72 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
     if (rc != HR_OK) return rc;
     spec.min = -INFINITY; /* since does not apply: every story is a candidate */
 
-    hr_buf rank = HR_BUF_INIT, seen = HR_BUF_INIT;
+    hr_buf rank = HR_BUF_INIT, rated = HR_BUF_INIT, seen = HR_BUF_INIT;
     hr_stories_rank_key(r->stories, kind, &rank);
-    subject_key(&seen, r, subject);
+    subject_key(&rated, r, subject);
+    seen_key(&seen, r, subject);
     ranked *found = hr_arena_alloc(a, req->limit * sizeof *found);
     size_t n_found = 0, scanned = 0;
     size_t window = 2 * req->limit > WINDOW_MIN ? 2 * req->limit : WINDOW_MIN;
+    bool use_set = false; /* test against the seen set, not the ratings */
+    uint64_t *ids = NULL;
     hr_batch *b = hr_batch_new(), *sb = hr_batch_new();
 
-    for (;;) {
+    for (int round = 0;; round++) {
         hr_batch_reset(b);
         hr_batch_reset(sb);
         spec.limit = window < WINDOW_MAX ? window : WINDOW_MAX;
         if (spec.limit > HR_UNSEEN_SCAN - scanned) spec.limit = HR_UNSEEN_SCAN - scanned;
         size_t op = hr_zrange(b, hr_buf_slice(&rank), &spec);
+        /* With the first window: how many the subject has rated, and how
+         * many its seen set holds. */
+        size_t card_op = round == 0 ? hr_zcard(b, hr_buf_slice(&rated)) : 0;
+        size_t pcard_op = round == 0 ? hr_pset_card(b, hr_buf_slice(&seen)) : 0;
         rc = hr_store_exec(r->store, b, 0, err);
         const hr_result *res = rc == HR_OK ? hr_batch_result(b, op) : NULL;
         if (res && res->rc != HR_OK) rc = op_error(res, err, "ranking");
+        if (rc == HR_OK && round == 0) {
+            int64_t n_rated = hr_batch_result(b, card_op)->num, n_set = hr_batch_result(b, pcard_op)->num;
+            use_set = (size_t)n_rated >= r->seen_min;
+            /* The set holds only stories the subject rated, so equal counts
+             * mean equal sets; fewer: the ratings from before the subject
+             * reached seen_min (or an upsert that raced with that moment). */
+            if (use_set && n_set < n_rated) rc = seen_rebuild(r, subject, a, err);
+        }
         if (rc != HR_OK || res->n_entries == 0) break;
 
-        /* One batch of membership tests against the seen set. */
-        for (size_t i = 0; i < res->n_entries; i++)
-            hr_zscore(sb, hr_buf_slice(&seen), res->entries[i].member); /* op i */
+        /* One batch of membership tests: the seen set (one read of its
+         * packed chunks), or the subject's ratings (a point read each). */
+        if (use_set) {
+            ids = hr_arena_alloc(a, res->n_entries * sizeof *ids);
+            for (size_t i = 0; i < res->n_entries; i++)
+                if (!id_u64(res->entries[i].member, &ids[i])) ids[i] = 0;
+            hr_pset_test(sb, hr_buf_slice(&seen), ids, res->n_entries);
+        } else {
+            for (size_t i = 0; i < res->n_entries; i++)
+                hr_zscore(sb, hr_buf_slice(&rated), res->entries[i].member); /* op i */
+        }
         rc = hr_store_exec(r->store, sb, 0, err);
+        const hr_result *tested = rc == HR_OK && use_set ? hr_batch_result(sb, 0) : NULL;
+        if (tested && tested->rc != HR_OK) rc = op_error(tested, err, "seen set");
         bool full = false;
         for (size_t i = 0; rc == HR_OK && i < res->n_entries && !full; i++) {
-            const hr_result *z = hr_batch_result(sb, i);
             const hr_zentry *e = &res->entries[i];
-            if (z->rc == HR_OK) continue; /* seen */
-            if (z->rc != HR_ENOTFOUND)
-                rc = op_error(z, err, "seen set");
-            else if (id_like(e->member)) {
-                found[n_found] = (ranked){.score = e->score};
-                memcpy(found[n_found].id, e->member.ptr, HR_STORY_ID_LEN);
-                found[n_found].id[HR_STORY_ID_LEN] = '\0';
-                full = ++n_found == req->limit;
-                if (full && (i + 1 < res->n_entries || res->more))
-                    out->next_cursor = hr_list_cursor(a, e->score, e->member);
+            bool is_seen;
+            if (use_set) {
+                is_seen = tested->value.ptr[i] != 0;
+            } else {
+                const hr_result *z = hr_batch_result(sb, i);
+                if (z->rc != HR_OK && z->rc != HR_ENOTFOUND) rc = op_error(z, err, "ratings");
+                is_seen = z->rc == HR_OK;
             }
+            if (rc != HR_OK || is_seen || !id_like(e->member)) continue;
+            found[n_found] = (ranked){.score = e->score};
+            memcpy(found[n_found].id, e->member.ptr, HR_STORY_ID_LEN);
+            found[n_found].id[HR_STORY_ID_LEN] = '\0';
+            full = ++n_found == req->limit;
+            if (full && (i + 1 < res->n_entries || res->more))
+                out->next_cursor = hr_list_cursor(a, e->score, e->member);
         }
         if (rc != HR_OK || full) break;
         const hr_zentry *last = &res->entries[res->n_entries - 1];
@@ -474,7 +573,12 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
         spec.has_cursor = true;
         spec.cursor_score = last->score;
         spec.cursor_member = hr_arena_copy(a, last->member); /* b is reset next */
-        window *= 4;
+        /* The next window: twice what the unseen rate so far says the rest
+         * of the page needs, so that a member who has seen most of the top
+         * gets there in one more window rather than several. */
+        double rate = (double)(n_found + 1) / (double)(scanned + 1);
+        double want = 2.0 * (double)(req->limit - n_found) / rate;
+        window = want < (double)window ? window : want > (double)WINDOW_MAX ? WINDOW_MAX : (size_t)want;
     }
     if (rc == HR_OK) {
         const char *cursor = out->next_cursor;
@@ -484,6 +588,7 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
     hr_batch_free(sb);
     hr_batch_free(b);
     hr_buf_free(&rank);
+    hr_buf_free(&rated);
     hr_buf_free(&seen);
     return rc;
 }
