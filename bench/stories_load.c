@@ -46,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -100,6 +101,14 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* CPU seconds this process used (every thread, user + system). */
+static double cpu_s(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+           (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 static uint64_t now_ns(void) {
@@ -791,8 +800,10 @@ int main(int argc, char **argv) {
         workers[t].n_lat = 0;
     }
     phase_start(&p, "ratings", n_ratings);
+    double cpu0 = cpu_s();
     run_workers(put_ratings, &p, n_ratings, 10);
     secs = phase_end(&p, n_ratings);
+    printf("LOAD_UPSERT_CPU_US=%.1f\n", (cpu_s() - cpu0) * 1e6 / (double)n_ratings);
     {
         size_t n = 0;
         for (int t = 0; t < opt.threads; t++)
@@ -824,8 +835,10 @@ int main(int argc, char **argv) {
             }
         }
         opcount c0 = ops_now();
+        double tcpu0 = cpu_s();
         run_workers(put_timed, &p, 0, 5);
         secs = now_s() - p.t0;
+        double cpu = cpu_s() - tcpu0;
         opcount c1 = ops_now();
         size_t done = 0, n = 0;
         for (int t = 0; t < opt.threads; t++) {
@@ -840,10 +853,10 @@ int main(int argc, char **argv) {
         }
         stats s = summarise(all, n);
         free(all);
-        fprintf(stderr, "stories_load: upserts (timed): %zu in %.1f s, %.0f/s, p50 %.3f ms, p99 %.3f ms\n", done, secs,
-                (double)done / secs, s.p50, s.p99);
-        printf("UPSERT_THREADS=%d\nUPSERT_SECS=%.1f\nUPSERT_DONE=%zu\nUPSERTS_PER_S=%.0f\n", opt.threads, secs, done,
-               (double)done / secs);
+        fprintf(stderr, "stories_load: upserts (timed): %zu in %.1f s, %.0f/s, %.1f us of CPU each, p50 %.3f ms, p99 %.3f ms\n",
+                done, secs, (double)done / secs, done ? cpu * 1e6 / (double)done : 0, s.p50, s.p99);
+        printf("UPSERT_THREADS=%d\nUPSERT_SECS=%.1f\nUPSERT_DONE=%zu\nUPSERTS_PER_S=%.0f\nUPSERT_CPU_US=%.1f\n",
+               opt.threads, secs, done, (double)done / secs, done ? cpu * 1e6 / (double)done : 0);
         print_ops("UPSERT", &c0, &c1, done);
         print_stats("UPSERT", &s);
     }
