@@ -218,6 +218,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     atomic_init(&s->next_version, ((uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u) * 1024u);
     atomic_init(&s->filters_may_read, false);
     s->zreg = zreg_new(opts);
+    s->mcache = mcache_new();
 
     /* LZ4 when this RocksDB has it, else no compression. */
     static const int compressions[] = {rocksdb_lz4_compression, rocksdb_no_compression};
@@ -238,6 +239,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
         for (size_t i = 0; i < ROCKS_STRIPES; i++)
             pthread_mutex_destroy(&s->stripes[i]);
         zreg_free(s->zreg);
+        mcache_free(s->mcache);
         free(s);
         return rc;
     }
@@ -260,6 +262,7 @@ static void close_(hr_store *hs) {
     for (size_t i = 0; i < ROCKS_STRIPES; i++)
         pthread_mutex_destroy(&s->stripes[i]);
     zreg_free(s->zreg);
+    mcache_free(s->mcache);
     free(s);
 }
 
@@ -311,7 +314,7 @@ static uint32_t *write_stripes(hr_batch *b, hr_arena *mem, size_t *n) {
     for (size_t i = 0; i < b->len; i++) {
         const hr_op *op = &b->ops[i];
         if (op->result.rc == HR_OK && hr_op_is_write(op->type))
-            st[k++] = (uint32_t)(XXH3_64bits(op->key.ptr, op->key.len) & (ROCKS_STRIPES - 1));
+            st[k++] = rocks_stripe(op->key);
     }
     qsort(st, k, sizeof *st, cmp_u32);
     size_t u = 0;
@@ -351,6 +354,7 @@ static int prefetch(rx *x) {
     for (size_t i = 0; i < b->len; i++) {
         const hr_op *op = &b->ops[i];
         if (op->result.rc != HR_OK || op->type == HR_OP_PUT) continue; /* a put reads nothing */
+        if (rx_meta_from_cache(x, op->key)) continue;
         rplan_add(x, &p, CF_META, op->key);
     }
     int rc = rx_prefetch(x, p.n, p.cfs, p.keys);
@@ -437,6 +441,8 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
     rx x = {.s = s, .b = b, .err = err, .mem = HR_ARENA_INIT};
     size_t n_stripes;
     uint32_t *stripes = write_stripes(b, &x.mem, &n_stripes);
+    x.stripes = stripes;
+    x.nstripes = n_stripes;
     for (size_t i = 0; i < n_stripes; i++)
         pthread_mutex_lock(&s->stripes[stripes[i]]);
 
@@ -463,7 +469,10 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
             rocksdb_write(s->db, s->wopts, x.wb, &errptr);
         if (errptr) rc = rx_fail(&x, errptr);
     }
-    if (rc == 0) zmem_commit(&x); /* sets kept in memory follow, under the same locks */
+    if (rc == 0) {
+        rx_meta_commit(&x); /* the metadata cache, then the sets kept in memory, under the same locks */
+        zmem_commit(&x);
+    }
     if (rc != 0) fail_all(b, rc); /* nothing was written */
 
     if (x.wbi) rocksdb_writebatch_wi_destroy(x.wbi);

@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <rocksdb/c.h>
 #include <stdatomic.h>
+#include <xxhash.h>
 
 #include "common/arena.h"
 #include "common/buf.h"
@@ -39,7 +40,13 @@ enum {
 /* Stripes of the read-modify-write locks (see rocks.c). A power of two. */
 #define ROCKS_STRIPES 1024u
 
-typedef struct zreg zreg; /* the sorted sets kept in memory (rocks_zmem.c) */
+typedef struct zreg zreg;     /* the sorted sets kept in memory (rocks_zmem.c) */
+typedef struct mcache mcache; /* recently used metadata records (rocks_view.c) */
+
+/* The stripe of a key. */
+static inline uint32_t rocks_stripe(hr_slice key) {
+    return (uint32_t)(XXH3_64bits(key.ptr, key.len) & (ROCKS_STRIPES - 1));
+}
 
 typedef struct rocks_store {
     hr_store super; /* first: the dispatcher casts hr_store * to this */
@@ -53,6 +60,7 @@ typedef struct rocks_store {
      * compaction filters read metadata through db. */
     atomic_bool filters_may_read;
     zreg *zreg;
+    mcache *mcache;
     pthread_mutex_t stripes[ROCKS_STRIPES];
 } rocks_store;
 
@@ -154,6 +162,8 @@ typedef struct rx {
     const rocksdb_snapshot_t *snap; /* every read of the DB is from this snapshot */
     rocksdb_readoptions_t *ropts;   /* with snap */
     bool dirty;                     /* wb holds something */
+    const uint32_t *stripes;        /* the stripes the batch holds, ascending */
+    size_t nstripes;
     hr_arena mem;                   /* scratch, freed at the end of the batch */
     vent *tab;                      /* the view: (cf, key) -> what the batch knows */
     size_t tab_cap, tab_len;
@@ -223,6 +233,26 @@ static inline hr_slice rx_iter_key(rx_iter *ri) {
 int rx_fail(rx *x, char *errptr);
 /* Free the view. */
 void rx_view_free(rx *x);
+
+/* The metadata cache. Metadata records are read by nearly every op, and a
+ * few keys (a ranking, an index of everything) by every batch of a kind, so
+ * the view may take a record from a small direct-mapped cache of recent ones
+ * instead of reading it: when the batch holds the key's stripe lock (no other
+ * batch can have changed it since it was cached: every write of a metadata
+ * record goes through rx_put / rx_del and reaches the cache at commit, under
+ * that lock), or when the record is a sorted set kept in memory (read at its
+ * latest state anyway, store.h). */
+mcache *mcache_new(void);
+void mcache_free(mcache *c);
+/* Record key's metadata (found: raw, else none) as committed. Callers hold
+ * its stripe lock. */
+void mcache_set(mcache *c, hr_slice key, bool found, hr_slice raw);
+/* Put key's cached metadata into the view when the rules above allow it;
+ * true if it did (rocks.c's prefetch, before its MultiGet). */
+bool rx_meta_from_cache(rx *x, hr_slice key);
+/* After a successful commit: cache the metadata the batch wrote, and what it
+ * read of keys it holds the stripe of. */
+void rx_meta_commit(rx *x);
 
 /* Load the metadata of key through the view (m->type T_NONE when missing). A
  * corrupt record is an HR_EIO. */

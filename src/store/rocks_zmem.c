@@ -698,6 +698,7 @@ static void promote(rx *x, const zmoves *v, uint64_t moves) {
         char *errptr = NULL;
         rocksdb_put_cf(x->s->db, x->s->wopts, x->s->cf[CF_META], v->key.ptr, v->key.len, buf.data, buf.len,
                        &errptr);
+        if (errptr == NULL) mcache_set(x->s->mcache, v->key, true, hr_buf_slice(&buf)); /* we hold its stripe */
         hr_buf_free(&buf);
         if (errptr) {
             hr_warn("rocksdb: could not mark a sorted set in memory: %s", errptr);
