@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -70,8 +71,16 @@ static hr_slice subject_key(hr_buf *k, const hr_ratings *r, hr_slice s) {
 static hr_slice object_key(hr_buf *k, const hr_ratings *r, hr_slice o) {
     return key(k, r, "ro/", o, none);
 }
-static hr_slice all_key(hr_buf *k, const hr_ratings *r) {
-    return key(k, r, "ratings/all", none, none);
+/* Shard `shard` of the index of all ratings (see ratings.h). */
+static hr_slice all_key(hr_buf *k, const hr_ratings *r, unsigned shard) {
+    char part[8];
+    snprintf(part, sizeof part, "%02x", shard);
+    return key(k, r, "ratings/all/", hr_slice_str(part), none);
+}
+
+/* The shard of the rating (s, o). */
+static unsigned all_shard(hr_slice s, hr_slice o) {
+    return (unsigned)((XXH3_64bits(s.ptr, s.len) * 31 + XXH3_64bits(o.ptr, o.len)) % HR_RATINGS_ALL_SHARDS);
 }
 /* The subject's packed seen set, in the subject's hash slot. */
 static hr_slice seen_key(hr_buf *k, const hr_ratings *r, hr_slice s) {
@@ -199,7 +208,7 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
         double st = stamp(score, time_ms);
         hr_zadd(b, subject_key(&k, r, subject), st, object);
         hr_zadd(b, object_key(&k, r, object), st, subject);
-        hr_zadd(b, all_key(&k, r), st, pair(&m, subject, object));
+        hr_zadd(b, all_key(&k, r, all_shard(subject, object)), st, pair(&m, subject, object));
         if (to_seen) hr_pset_add(b, seen_key(&k, r, subject), id64, 0);
         size_t vote = delta ? hr_stories_vote_op(r->stories, b, object, delta) : 0;
         rc = hr_store_exec(r->store, b, 0, err);
@@ -267,8 +276,43 @@ static int stamp_spec(const hr_list_req *req, size_t max_member, hr_arena *a, hr
     return rc;
 }
 
+/* The descending order of the lists: stamp, then member. */
+static int desc_cmp(const hr_zentry *x, const hr_zentry *y) {
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    return -hr_slice_cmp(x->member, y->member);
+}
+
+/* The first `limit` entries, in descending order, of the ranges of every
+ * shard (ops 0..HR_RATINGS_ALL_SHARDS-1 of b, each descending): a merge of
+ * sorted lists. Each shard's range ran with the page's cursor, so the merge
+ * is exactly the page of the whole index. */
+static int merge_shards(const hr_batch *b, size_t limit, hr_arena *a, hr_result *out, hr_err *err) {
+    memset(out, 0, sizeof *out);
+    const hr_result *sh[HR_RATINGS_ALL_SHARDS];
+    size_t at[HR_RATINGS_ALL_SHARDS] = {0}, total = 0;
+    for (unsigned i = 0; i < HR_RATINGS_ALL_SHARDS; i++) {
+        sh[i] = hr_batch_result(b, i);
+        if (sh[i]->rc != HR_OK) return op_error(sh[i], err, "ratings");
+        total += sh[i]->n_entries;
+        out->more = out->more || sh[i]->more;
+    }
+    out->entries = hr_arena_alloc(a, (limit ? limit : 1) * sizeof *out->entries);
+    while (out->n_entries < limit) {
+        int best = -1;
+        for (unsigned i = 0; i < HR_RATINGS_ALL_SHARDS; i++)
+            if (at[i] < sh[i]->n_entries &&
+                (best < 0 || desc_cmp(&sh[i]->entries[at[i]], &sh[best]->entries[at[best]]) < 0))
+                best = (int)i;
+        if (best < 0) break;
+        out->entries[out->n_entries++] = sh[best]->entries[at[best]++];
+    }
+    if (total > out->n_entries) out->more = true;
+    return HR_OK;
+}
+
 /* One page of an index in one round trip: a range read (with, for
- * BY_OBJECT, a check that the story exists); the stamps are the ratings. */
+ * BY_OBJECT, a check that the story exists; for BY_ALL, one per shard,
+ * merged); the stamps are the ratings. */
 static int list(hr_ratings *r, list_kind kind, hr_slice fixed, const hr_list_req *req, hr_arena *a,
                 hr_rating_page *out, hr_err *err) {
     memset(out, 0, sizeof *out);
@@ -279,14 +323,22 @@ static int list(hr_ratings *r, list_kind kind, hr_slice fixed, const hr_list_req
     if (rc != HR_OK) return rc;
     hr_buf k = HR_BUF_INIT;
     hr_batch *b = hr_batch_new();
-    hr_slice index = kind == BY_SUBJECT  ? subject_key(&k, r, fixed)
-                     : kind == BY_OBJECT ? object_key(&k, r, fixed)
-                                         : all_key(&k, r);
-    size_t op = hr_zrange(b, index, &spec);
+    /* BY_ALL: the same range of every shard (ops 0..SHARDS-1), merged. */
+    size_t op = 0;
+    if (kind == BY_ALL)
+        for (unsigned i = 0; i < HR_RATINGS_ALL_SHARDS; i++)
+            hr_zrange(b, all_key(&k, r, i), &spec);
+    else
+        op = hr_zrange(b, kind == BY_SUBJECT ? subject_key(&k, r, fixed) : object_key(&k, r, fixed), &spec);
     size_t st = kind == BY_OBJECT ? hr_stories_fill_ops(r->stories, b, fixed) : 0;
     rc = hr_store_exec(r->store, b, 0, err);
     const hr_result *res = rc == HR_OK ? hr_batch_result(b, op) : NULL;
     if (res && res->rc != HR_OK) rc = op_error(res, err, "ratings");
+    hr_result merged;
+    if (rc == HR_OK && kind == BY_ALL) {
+        rc = merge_shards(b, req->limit, a, &merged, err);
+        res = &merged;
+    }
     if (rc == HR_OK && kind == BY_OBJECT) {
         hr_story story;
         rc = hr_stories_fill_result(b, st, fixed, a, &story, err);

@@ -30,7 +30,10 @@
  *                            HR_SEEN_SET_MIN ratings: what unseen tests
  *                            candidates against (below)
  *   {NSro/O}          zset   member S: the story's ratings
- *   {NSratings/all}   zset   member "S/O": all ratings by date
+ *   {NSratings/all/XX} zset  member "S/O": all ratings by date, in
+ *                            HR_RATINGS_ALL_SHARDS shards (XX = 00..0f, by a
+ *                            hash of S/O); a page reads the same range of
+ *                            every shard in one batch and merges them
  *
  * Every entry's score is a stamp, time_ms * 4 + (score + 1): ordered by
  * time first, so a range by stamp is a range by date, and the rating is in
@@ -41,11 +44,12 @@
  * upsert and a round trip per list.
  *
  * Each index holds one entry per (subject, object), at the latest rating's
- * stamp. {ratings/all} is one key: on Redis Cluster it is one hot key on one
- * node, as the seed's rating_by_date table was one partition. To shard it
- * later, key it by day ({ratings/all/2024-05-01}) and walk days backwards
- * from the cursor's day; a rating that moves to a new time is removed from
- * its old day (the stamp read by the upsert says which).
+ * stamp. All ratings by date are sharded because every upsert writes that
+ * index: as one key it was one lock every upsert took on RocksDB (held
+ * through the commit, so upserts ran one at a time there) and one hot key
+ * on one Redis Cluster node, as the seed's rating_by_date table was one
+ * partition. Shards by date would not help (every new rating is today's);
+ * shards by hash spread both, and cost a read of each shard per page.
  *
  * Concurrency. The story's sum is changed by hr_zincr (atomic), so votes
  * of different subjects never lose one, in one process or many. An upsert
@@ -72,7 +76,7 @@
  *   get          1
  *   by_subject   1: a range read
  *   by_object    1 (the range read and the story's existence together)
- *   all          1
+ *   all          1 (a range read of each shard)
  *   top_rated    3: the subject's ratings since a date (the most recent
  *                HR_TOP_RATED_SCAN of them), one batch of their stories'
  *                sums, sorted in memory; then the page's stories
@@ -111,6 +115,7 @@
 #include "store/store.h"
 
 #define HR_TOP_RATED_SCAN 10000 /* a subject's most recent ratings top_rated ranks */
+#define HR_RATINGS_ALL_SHARDS 16 /* shards of the all-ratings index */
 /* Ranking entries one unseen call reads at most. A bound on latency: both
  * backends read about 2-3 us per sorted-set entry (range or point read,
  * measured here), so 20,000 is some 50 ms; a member who has seen more of
