@@ -473,7 +473,10 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
         rx_meta_commit(&x); /* the metadata cache, then the sets kept in memory, under the same locks */
         zmem_commit(&x);
     }
-    if (rc != 0) fail_all(b, rc); /* nothing was written */
+    if (rc != 0) {
+        zmem_abort(&x);
+        fail_all(b, rc); /* nothing was written */
+    }
 
     if (x.wbi) rocksdb_writebatch_wi_destroy(x.wbi);
     if (x.wb) rocksdb_writebatch_destroy(x.wb);

@@ -174,6 +174,7 @@ typedef struct rx {
     /* Sets kept in memory (rocks_zmem.c): the entries the batch holds, its
      * staged changes, and moves of sets on disk. malloc'd; zmem_end frees. */
     zent **zheld;
+    bool *zfresh; /* zheld[i] was created by this batch, for a new set */
     size_t nzheld, zheld_cap;
     zstage *zst;
     size_t nzst, zst_cap;
@@ -373,6 +374,8 @@ bool zmem_all(const rx *x);
  * changes, forget sets the batch deleted or replaced, move in sets that
  * qualified. */
 void zmem_commit(rx *x);
+/* After a failed commit: forget the sets the batch created. */
+void zmem_abort(rx *x);
 /* At the end of every batch: release what the batch held. */
 void zmem_end(rx *x);
 

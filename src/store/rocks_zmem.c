@@ -505,11 +505,13 @@ static zent *held(rx *x, hr_slice key, uint64_t version) {
     return NULL;
 }
 
-static void hold(rx *x, zent *e) {
+static void hold(rx *x, zent *e, bool fresh) {
     if (x->nzheld == x->zheld_cap) {
         x->zheld_cap = x->zheld_cap ? x->zheld_cap * 2 : 8;
         x->zheld = hr_xrealloc(x->zheld, x->zheld_cap * sizeof *x->zheld);
+        x->zfresh = hr_xrealloc(x->zfresh, x->zheld_cap * sizeof *x->zfresh);
     }
+    x->zfresh[x->nzheld] = fresh;
     x->zheld[x->nzheld++] = e;
 }
 
@@ -527,7 +529,7 @@ int zmem_acquire(rx *x, hr_slice key, const rmeta *m, bool fresh, zent **out) {
             }
             atomic_fetch_add(&e->refs, 1);
             pthread_mutex_unlock(&r->mu);
-            hold(x, e);
+            hold(x, e, false);
             *out = e;
             return 0;
         }
@@ -540,7 +542,7 @@ int zmem_acquire(rx *x, hr_slice key, const rmeta *m, bool fresh, zent **out) {
     }
     zent *e = link_new(r, key, m->version, fresh ? Z_READY : Z_BUILDING);
     pthread_mutex_unlock(&r->mu);
-    hold(x, e);
+    hold(x, e, fresh);
     if (fresh) {
         *out = e;
         return 0;
@@ -733,7 +735,8 @@ void zmem_commit(rx *x) {
             if (st->removed) zmem_remove(&e->z, st->member);
             else zmem_set(&e->z, st->member, st->enc);
         }
-        atomic_fetch_add(&r->bytes, e->z.bytes - before); /* modular: a shrink subtracts */
+        /* (an entry this batch replaced is unlinked: its bytes left the total) */
+        if (e->state == Z_READY) atomic_fetch_add(&r->bytes, e->z.bytes - before); /* modular: a shrink subtracts */
         pthread_rwlock_unlock(&e->lock);
     }
     /* 2. Entries whose set this batch deleted, overwrote or re-created. */
@@ -769,10 +772,25 @@ void zmem_commit(rx *x) {
     }
 }
 
+void zmem_abort(rx *x) {
+    /* A set this batch created in memory does not exist after all. */
+    zreg *r = x->s->zreg;
+    for (size_t i = 0; i < x->nzheld; i++) {
+        if (!x->zfresh[i]) continue;
+        zent *e = x->zheld[i];
+        pthread_mutex_lock(&r->mu);
+        zent **link = find_link(r, hr_slice_of(e->key, e->klen));
+        if (*link == e) unlink_ent(r, link);
+        pthread_mutex_unlock(&r->mu);
+    }
+}
+
 void zmem_end(rx *x) {
     for (size_t i = 0; i < x->nzheld; i++)
         unref(x->zheld[i]);
     free(x->zheld);
+    free(x->zfresh);
+    x->zfresh = NULL;
     free(x->zst);
     free(x->zmoves);
     x->zheld = NULL;
