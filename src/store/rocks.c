@@ -20,7 +20,8 @@
  *     string    1                value bytes (inline: a get is one read)
  *     counter   2                i64 value (inline; rocks_ops.c says why a Put
  *                                under the stripe lock and not a merge operand)
- *     zset      3                u64 version | u64 size
+ *     zset      3                u64 version | u64 size [| u8 flags: 1 = order
+ *                                kept in memory, rocks_zmem.c; absent = 0]
  *     distinct  4                u64 version | u64 size | u8 mode (0 exact, 1 sketch)
  *                                | i64 ttl_ms | i64 width_ms | i64 oldest_ms
  *     pset      5                u64 version | u64 size | u64 seed | i64 soonest
@@ -62,7 +63,9 @@
  *   Scores are encoded so that unsigned byte order is double order (sign bit
  *   set for positives, all bits flipped for negatives; rocks_codec.c), so
  *   one seek + next/prev walks (score, member) order. An exact distinct set
- *   is a sorted set whose score is each member's last-add time in ms.
+ *   is a sorted set whose score is each member's last-add time in ms. A
+ *   sorted set whose order moved into memory (a ranking re-scored on every
+ *   vote; rocks_zmem.c) has no keys here: its member records are its record.
  *
  * "sketch" — distinct counters in sketch mode (merge operator: register max):
  *
@@ -90,7 +93,8 @@
  *   4. prefetch: one MultiGet of every key's metadata, then one of the
  *      sub-keys the ops will read (members, sketch buckets, packed-set
  *      chunks) — a batch of N gets or zscores, or of pset tests on N sets,
- *      costs one or two MultiGets, never N Gets;
+ *      costs one or two MultiGets, never N Gets (and metadata comes from
+ *      rocks_view.c's cache when the rules there allow);
  *   5. run the ops in order against the batch's view (rocks_view.c: its own
  *      writes over the snapshot), write the packed-set chunks the ops
  *      changed (once each, however many ops changed one) and commit all
@@ -98,7 +102,8 @@
  *      batch is atomic, with or without HR_EXEC_ATOMIC. The WriteBatch is
  *      indexed (a WriteBatchWithIndex, whose puts cost ~50x more) only when
  *      an op that may iterate follows a write, so that its range read sees
- *      the write.
+ *      the write. Still under the locks, the metadata cache and the sorted
+ *      sets kept in memory then take the batch's changes.
  *
  * LOCKS. hr_incr, hr_zadd (is the member new? the size), hr_dadd (is the
  * member new? the count), hr_pset_add and hr_pset_rem (is the member new?
