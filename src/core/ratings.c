@@ -282,19 +282,32 @@ static int desc_cmp(const hr_zentry *x, const hr_zentry *y) {
     return -hr_slice_cmp(x->member, y->member);
 }
 
-/* The first `limit` entries, in descending order, of the ranges of every
- * shard (ops 0..HR_RATINGS_ALL_SHARDS-1 of b, each descending): a merge of
- * sorted lists. Each shard's range ran with the page's cursor, so the merge
- * is exactly the page of the whole index. */
+/* Entries each shard's range reads for a page of `limit`: twice its share,
+ * and a few more (hashing spreads ratings evenly over the shards). */
+static size_t shard_window(size_t limit) {
+    return 2 * limit / HR_RATINGS_ALL_SHARDS + 4;
+}
+
+/* A page of at most `limit` entries, in descending order, from the ranges of
+ * every shard (ops 0..HR_RATINGS_ALL_SHARDS-1 of b, each descending from the
+ * page's cursor): a merge of sorted lists. A shard whose window ran out (its
+ * range says `more`) may hold unread entries after its last one read, so the
+ * page stops there: it is exact, possibly shorter than `limit`, and the
+ * cursor goes on from its last entry. */
 static int merge_shards(const hr_batch *b, size_t limit, hr_arena *a, hr_result *out, hr_err *err) {
     memset(out, 0, sizeof *out);
     const hr_result *sh[HR_RATINGS_ALL_SHARDS];
     size_t at[HR_RATINGS_ALL_SHARDS] = {0}, total = 0;
+    const hr_zentry *stop = NULL; /* the earliest last entry of a shard cut short */
     for (unsigned i = 0; i < HR_RATINGS_ALL_SHARDS; i++) {
         sh[i] = hr_batch_result(b, i);
         if (sh[i]->rc != HR_OK) return op_error(sh[i], err, "ratings");
         total += sh[i]->n_entries;
-        out->more = out->more || sh[i]->more;
+        if (sh[i]->more && sh[i]->n_entries) {
+            const hr_zentry *last = &sh[i]->entries[sh[i]->n_entries - 1];
+            if (stop == NULL || desc_cmp(last, stop) < 0) stop = last;
+            out->more = true;
+        }
     }
     out->entries = hr_arena_alloc(a, (limit ? limit : 1) * sizeof *out->entries);
     while (out->n_entries < limit) {
@@ -303,7 +316,7 @@ static int merge_shards(const hr_batch *b, size_t limit, hr_arena *a, hr_result 
             if (at[i] < sh[i]->n_entries &&
                 (best < 0 || desc_cmp(&sh[i]->entries[at[i]], &sh[best]->entries[at[best]]) < 0))
                 best = (int)i;
-        if (best < 0) break;
+        if (best < 0 || (stop && desc_cmp(&sh[best]->entries[at[best]], stop) > 0)) break;
         out->entries[out->n_entries++] = sh[best]->entries[at[best]++];
     }
     if (total > out->n_entries) out->more = true;
@@ -325,11 +338,14 @@ static int list(hr_ratings *r, list_kind kind, hr_slice fixed, const hr_list_req
     hr_batch *b = hr_batch_new();
     /* BY_ALL: the same range of every shard (ops 0..SHARDS-1), merged. */
     size_t op = 0;
-    if (kind == BY_ALL)
+    if (kind == BY_ALL) {
+        hr_zrange_spec shard = spec;
+        shard.limit = shard_window(spec.limit);
         for (unsigned i = 0; i < HR_RATINGS_ALL_SHARDS; i++)
-            hr_zrange(b, all_key(&k, r, i), &spec);
-    else
+            hr_zrange(b, all_key(&k, r, i), &shard);
+    } else {
         op = hr_zrange(b, kind == BY_SUBJECT ? subject_key(&k, r, fixed) : object_key(&k, r, fixed), &spec);
+    }
     size_t st = kind == BY_OBJECT ? hr_stories_fill_ops(r->stories, b, fixed) : 0;
     rc = hr_store_exec(r->store, b, 0, err);
     const hr_result *res = rc == HR_OK ? hr_batch_result(b, op) : NULL;

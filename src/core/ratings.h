@@ -33,7 +33,10 @@
  *   {NSratings/all/XX} zset  member "S/O": all ratings by date, in
  *                            HR_RATINGS_ALL_SHARDS shards (XX = 00..0f, by a
  *                            hash of S/O); a page reads the same range of
- *                            every shard in one batch and merges them
+ *                            every shard (twice its share of the page) in
+ *                            one batch and merges them, and stops early
+ *                            where a shard's window ran out (the cursor goes
+ *                            on from there)
  *
  * Every entry's score is a stamp, time_ms * 4 + (score + 1): ordered by
  * time first, so a range by stamp is a range by date, and the rating is in
