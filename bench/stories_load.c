@@ -35,6 +35,8 @@
  *                     [--zipf S] [--calls N] [--duration S] [--out DIR]
  *                     [--query-secs S]   (time limit of one query's latency run: 30)
  *                     [--queries-only]   (phase 5 on a store loaded before)
+ *                     [--only KEY]       (phase 5: only that query: UNSEEN_TOP,
+ *                                         UNSEEN_HOT, UNSEEN_TYPICAL, TOP_RATED)
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -82,7 +84,8 @@ static struct {
     const char *out;
     bool queries_only; /* an already loaded store: phase 5 only */
     double query_secs; /* time limit of one query's latency run */
-} opt = {NULL, 1.0, 2, 42, 1.0, 2000, 10.0, NULL, false, 30.0};
+    const char *only;  /* phase 5: only the query with this key (UNSEEN_TOP, ...) */
+} opt = {NULL, 1.0, 2, 42, 1.0, 2000, 10.0, NULL, false, 30.0, NULL};
 
 static size_t n_stories, n_members, n_ratings, n_heavy;
 static char (*ids)[HR_STORY_ID_LEN + 1]; /* story i's id */
@@ -587,6 +590,7 @@ static void run_queries(const char *prefix, bool unseen_only) {
         {"TOP_RATED", {Q_TOP_RATED, HEAVY, 20}},
     };
     for (size_t i = 0; i < (unseen_only ? 1 : sizeof qs / sizeof qs[0]); i++) {
+        if (opt.only && strcmp(opt.only, qs[i].key) != 0) continue;
         int calls = i == 0 ? opt.calls : opt.calls / 4 > 50 ? opt.calls / 4 : 50;
         size_t items = 0;
         char key[64];
@@ -690,7 +694,7 @@ static size_t export_ratings(int64_t *score_sum, size_t *heavy_n) {
 static void usage(void) {
     fprintf(stderr, "usage: stories_load --store URI [--scale F] [--threads N] [--seed N] [--zipf S]\n"
                     "                    [--calls N] [--duration S] [--out DIR] [--query-secs S]\n"
-                    "                    [--queries-only]\n");
+                    "                    [--queries-only] [--only KEY]\n");
     exit(2);
 }
 
@@ -711,6 +715,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--duration") == 0) opt.duration = atof(v);
         else if (strcmp(a, "--out") == 0) opt.out = v;
         else if (strcmp(a, "--query-secs") == 0) opt.query_secs = atof(v);
+        else if (strcmp(a, "--only") == 0) opt.only = v;
         else usage();
         i++;
     }

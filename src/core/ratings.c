@@ -15,6 +15,7 @@
 #define ID_MAX 128       /* identifiers (API.md) */
 #define WINDOW_MIN 64    /* unseen: the first window at least */
 #define WINDOW_MAX 10000 /* the store's largest range read */
+#define SET_TEST_MIN 1024 /* unseen: candidates a first test of a seen set waits for */
 
 struct hr_ratings {
     hr_store *store;
@@ -89,19 +90,27 @@ static hr_slice seen_key(hr_buf *k, const hr_ratings *r, hr_slice s) {
     return hr_buf_slice(k);
 }
 
+/* Hex digit values, 16 for anything that is not a lower-case hex digit. */
+static const uint8_t hexval[256] = {
+    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
+    ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+}; /* value + 1, so that 0 means "not a digit" */
+
 /* A story id (16 hex digits) as the 64-bit member of a seen set. False for
- * anything else (a ranking holds only story ids). */
+ * anything else (a ranking holds only story ids). Runs once per candidate
+ * of an unseen window: a table lookup a digit, one test at the end. */
 static bool id_u64(hr_slice id, uint64_t *out) {
     if (id.len != HR_STORY_ID_LEN) return false;
+    const unsigned char *p = (const unsigned char *)id.ptr;
     uint64_t v = 0;
-    for (size_t i = 0; i < id.len; i++) {
-        char c = id.ptr[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0) return false;
-        v = v << 4 | (uint64_t)d;
+    unsigned bad = 0;
+    for (size_t i = 0; i < HR_STORY_ID_LEN; i++) {
+        unsigned d = hexval[p[i]];
+        bad |= d == 0;
+        v = v << 4 | (uint64_t)((d - 1) & 15);
     }
     *out = v;
-    return true;
+    return !bad;
 }
 
 /* "S/O", the member of {ratings/all}. */
@@ -571,12 +580,18 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
     size_t n_found = 0, scanned = 0;
     size_t window = 2 * req->limit > WINDOW_MIN ? 2 * req->limit : WINDOW_MIN;
     bool use_set = false; /* test against the seen set, not the ratings */
-    uint64_t *ids = NULL;
-    hr_batch *b = hr_batch_new(), *sb = hr_batch_new();
+    /* Candidates read and not tested yet (entries of the window batches,
+     * which live until the end). */
+    const hr_zentry **cand = NULL;
+    size_t n_cand = 0, cap_cand = 0;
+    hr_batch **windows = NULL;
+    size_t n_windows = 0;
+    hr_batch *sb = hr_batch_new();
 
     for (int round = 0;; round++) {
-        hr_batch_reset(b);
-        hr_batch_reset(sb);
+        hr_batch *b = hr_batch_new();
+        windows = hr_xrealloc(windows, (n_windows + 1) * sizeof *windows);
+        windows[n_windows++] = b;
         spec.limit = window < WINDOW_MAX ? window : WINDOW_MAX;
         if (spec.limit > HR_UNSEEN_SCAN - scanned) spec.limit = HR_UNSEEN_SCAN - scanned;
         size_t op = hr_zrange(b, hr_buf_slice(&rank), &spec);
@@ -595,25 +610,48 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
              * reached seen_min (or an upsert that raced with that moment). */
             if (use_set && n_set < n_rated) rc = seen_rebuild(r, subject, a, err);
         }
-        if (rc != HR_OK || res->n_entries == 0) break;
+        if (rc != HR_OK) break;
+        if (n_cand + res->n_entries > cap_cand) {
+            cap_cand = 2 * (n_cand + res->n_entries);
+            cand = hr_xrealloc(cand, cap_cand * sizeof *cand);
+        }
+        for (size_t i = 0; i < res->n_entries; i++)
+            cand[n_cand++] = &res->entries[i];
+        scanned += res->n_entries;
+        const hr_zentry *last = res->n_entries ? &res->entries[res->n_entries - 1] : NULL;
+        bool more = res->more && scanned < HR_UNSEEN_SCAN;
+        if (last) {
+            spec.has_cursor = true;
+            spec.cursor_score = last->score;
+            spec.cursor_member = last->member; /* hr_zrange copies it */
+        }
+        /* A test of the seen set reads all its chunks however few members
+         * it tests (a subject with that many ratings has seen much of the
+         * top), so test a first window only together with a bigger one. */
+        if (use_set && more && n_cand < SET_TEST_MIN) {
+            window = SET_TEST_MIN;
+            continue;
+        }
+        if (n_cand == 0) break;
 
         /* One batch of membership tests: the seen set (one read of its
          * packed chunks), or the subject's ratings (a point read each). */
+        hr_batch_reset(sb);
         if (use_set) {
-            ids = hr_arena_alloc(a, res->n_entries * sizeof *ids);
-            for (size_t i = 0; i < res->n_entries; i++)
-                if (!id_u64(res->entries[i].member, &ids[i])) ids[i] = 0;
-            hr_pset_test(sb, hr_buf_slice(&seen), ids, res->n_entries);
+            uint64_t *ids = hr_arena_alloc(a, n_cand * sizeof *ids);
+            for (size_t i = 0; i < n_cand; i++)
+                if (!id_u64(cand[i]->member, &ids[i])) ids[i] = 0;
+            hr_pset_test(sb, hr_buf_slice(&seen), ids, n_cand);
         } else {
-            for (size_t i = 0; i < res->n_entries; i++)
-                hr_zscore(sb, hr_buf_slice(&rated), res->entries[i].member); /* op i */
+            for (size_t i = 0; i < n_cand; i++)
+                hr_zscore(sb, hr_buf_slice(&rated), cand[i]->member); /* op i */
         }
         rc = hr_store_exec(r->store, sb, 0, err);
         const hr_result *tested = rc == HR_OK && use_set ? hr_batch_result(sb, 0) : NULL;
         if (tested && tested->rc != HR_OK) rc = op_error(tested, err, "seen set");
         bool full = false;
-        for (size_t i = 0; rc == HR_OK && i < res->n_entries && !full; i++) {
-            const hr_zentry *e = &res->entries[i];
+        for (size_t i = 0; rc == HR_OK && i < n_cand && !full; i++) {
+            const hr_zentry *e = cand[i];
             bool is_seen;
             if (use_set) {
                 is_seen = tested->value.ptr[i] != 0;
@@ -627,26 +665,22 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
             memcpy(found[n_found].id, e->member.ptr, HR_STORY_ID_LEN);
             found[n_found].id[HR_STORY_ID_LEN] = '\0';
             full = ++n_found == req->limit;
-            if (full && (i + 1 < res->n_entries || res->more))
-                out->next_cursor = hr_list_cursor(a, e->score, e->member);
+            if (full && (i + 1 < n_cand || res->more)) out->next_cursor = hr_list_cursor(a, e->score, e->member);
         }
-        if (rc != HR_OK || full) break;
-        const hr_zentry *last = &res->entries[res->n_entries - 1];
-        scanned += res->n_entries;
-        if (!res->more) break;
+        n_cand = 0;
+        if (rc != HR_OK || full || !res->more) break;
         if (scanned >= HR_UNSEEN_SCAN) { /* answered short; the cursor goes on */
             out->next_cursor = hr_list_cursor(a, last->score, last->member);
             break;
         }
-        spec.has_cursor = true;
-        spec.cursor_score = last->score;
-        spec.cursor_member = hr_arena_copy(a, last->member); /* b is reset next */
         /* The next window: twice what the unseen rate so far says the rest
-         * of the page needs, so that a member who has seen most of the top
-         * gets there in one more window rather than several. */
+         * of the page needs, at most four times the last one (a first
+         * window with nothing unseen says little about the rate, and every
+         * entry read costs: its copy, its test). */
         double rate = (double)(n_found + 1) / (double)(scanned + 1);
         double want = 2.0 * (double)(req->limit - n_found) / rate;
-        window = want < (double)window ? window : want > (double)WINDOW_MAX ? WINDOW_MAX : (size_t)want;
+        size_t cap = 4 * window < WINDOW_MAX ? 4 * window : WINDOW_MAX;
+        window = want < (double)window ? window : want > (double)cap ? cap : (size_t)want;
     }
     if (rc == HR_OK) {
         const char *cursor = out->next_cursor;
@@ -654,7 +688,10 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
         out->next_cursor = cursor;
     }
     hr_batch_free(sb);
-    hr_batch_free(b);
+    for (size_t i = 0; i < n_windows; i++)
+        hr_batch_free(windows[i]);
+    free(windows);
+    free(cand);
     hr_buf_free(&rank);
     hr_buf_free(&rated);
     hr_buf_free(&seen);
