@@ -35,6 +35,7 @@
  *                     [--zipf S] [--calls N] [--duration S] [--out DIR]
  *                     [--query-secs S]   (time limit of one query's latency run: 30)
  *                     [--queries-only]   (phase 5 on a store loaded before)
+ *                     [--upserts-only]   (phase 4 on a store loaded before)
  *                     [--only KEY]       (phase 5: only that query: UNSEEN_TOP,
  *                                         UNSEEN_HOT, UNSEEN_TYPICAL, TOP_RATED)
  */
@@ -58,6 +59,7 @@
 #include "core/rank.h"
 #include "core/ratings.h"
 #include "core/stories.h"
+#include "core/url.h"
 #include "store/store.h"
 
 #define FULL_STORIES 1000000
@@ -83,9 +85,10 @@ static struct {
     double duration;
     const char *out;
     bool queries_only; /* an already loaded store: phase 5 only */
+    bool upserts_only; /* an already loaded store: phase 4 only */
     double query_secs; /* time limit of one query's latency run */
     const char *only;  /* phase 5: only the query with this key (UNSEEN_TOP, ...) */
-} opt = {NULL, 1.0, 2, 42, 1.0, 2000, 10.0, NULL, false, 30.0, NULL};
+} opt = {NULL, 1.0, 2, 42, 1.0, 2000, 10.0, NULL, false, false, 30.0, NULL};
 
 static size_t n_stories, n_members, n_ratings, n_heavy;
 static char (*ids)[HR_STORY_ID_LEN + 1]; /* story i's id */
@@ -694,7 +697,7 @@ static size_t export_ratings(int64_t *score_sum, size_t *heavy_n) {
 static void usage(void) {
     fprintf(stderr, "usage: stories_load --store URI [--scale F] [--threads N] [--seed N] [--zipf S]\n"
                     "                    [--calls N] [--duration S] [--out DIR] [--query-secs S]\n"
-                    "                    [--queries-only] [--only KEY]\n");
+                    "                    [--queries-only] [--upserts-only] [--only KEY]\n");
     exit(2);
 }
 
@@ -703,6 +706,10 @@ int main(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--queries-only") == 0) {
             opt.queries_only = true;
+            continue;
+        }
+        if (strcmp(a, "--upserts-only") == 0) {
+            opt.upserts_only = true;
             continue;
         }
         if (v == NULL) usage();
@@ -766,6 +773,18 @@ int main(int argc, char **argv) {
 
     phase p;
     if (opt.queries_only) goto queries;
+    if (opt.upserts_only) { /* the ids the load gave the stories: the hashes of their URLs */
+        hr_buf canon = HR_BUF_INIT;
+        char url[128];
+        for (size_t i = 0; i < n_stories; i++) {
+            hr_buf_clear(&canon);
+            if (hr_url_canonical(hr_slice_of(url, make_url(i, url, sizeof url)), &canon, &err) != HR_OK)
+                die("url %zu: %s", i, err.msg);
+            snprintf(ids[i], sizeof ids[i], "%016" PRIx64, hr_url_hash(hr_buf_slice(&canon)));
+        }
+        hr_buf_free(&canon);
+        goto upserts;
+    }
 
     /* 1. Stories. */
     phase_start(&p, "stories", n_stories);
@@ -827,6 +846,7 @@ int main(int argc, char **argv) {
     }
 
     /* 4. Steady-state upserts on the loaded store. */
+upserts:
     if (opt.duration > 0) {
         phase_start(&p, "upserts (timed)", 0);
         double until = now_s() + opt.duration;
@@ -867,6 +887,8 @@ int main(int argc, char **argv) {
     }
     for (int t = 0; t < opt.threads; t++)
         free(workers[t].lat);
+
+    if (opt.upserts_only) goto done;
 
     /* 5. Queries. */
 queries:
@@ -922,6 +944,7 @@ queries:
         run_queries("REOPENED_", true);
     }
 
+done:;
     double t0 = now_s();
     hr_ratings_free(ratings);
     hr_stories_free(stories);
