@@ -11,16 +11,16 @@
 #include "common/alloc.h"
 #include "common/buf.h"
 
-#define LOCK_STRIPES 256 /* a power of two */
-#define ID_MAX 128       /* identifiers (API.md) */
-#define WINDOW_MIN 64    /* unseen: the first window at least */
-#define WINDOW_MAX 10000 /* the store's largest range read */
+#define LOCK_STRIPES 256  /* a power of two */
+#define ID_MAX 128        /* identifiers (API.md) */
+#define WINDOW_MIN 64     /* unseen: the first window at least */
+#define WINDOW_MAX 10000  /* the store's largest range read */
 #define SET_TEST_MIN 1024 /* unseen: candidates a first test of a seen set waits for */
 
 struct hr_ratings {
     hr_store *store;
     hr_stories *stories;
-    const char *ns; /* the stories' */
+    const char *ns;  /* the stories' */
     size_t seen_min; /* ratings from which a subject has a packed seen set */
     pthread_mutex_t locks[LOCK_STRIPES];
 };
@@ -92,8 +92,8 @@ static hr_slice seen_key(hr_buf *k, const hr_ratings *r, hr_slice s) {
 
 /* Hex digit values, 16 for anything that is not a lower-case hex digit. */
 static const uint8_t hexval[256] = {
-    ['0'] = 1,  ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
-    ['8'] = 9,  ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+    ['0'] = 1, ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
+    ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
 }; /* value + 1, so that 0 means "not a digit" */
 
 /* A story id (16 hex digits) as the 64-bit member of a seen set. False for
@@ -207,8 +207,8 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
     /* A new rating of a subject with many goes into its seen set too (see
      * hr_ratings_unseen). */
     uint64_t id64;
-    bool to_seen = apply && !had && (size_t)hr_batch_result(b, card_op)->num + 1 >= r->seen_min &&
-                   id_u64(object, &id64);
+    bool to_seen =
+        apply && !had && (size_t)hr_batch_result(b, card_op)->num + 1 >= r->seen_min && id_u64(object, &id64);
 
     /* Round trip 2: the three indexes, and the story's sum (one atomic
      * WriteBatch on RocksDB; one pipeline on Redis Cluster). */
@@ -665,7 +665,8 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
             memcpy(found[n_found].id, e->member.ptr, HR_STORY_ID_LEN);
             found[n_found].id[HR_STORY_ID_LEN] = '\0';
             full = ++n_found == req->limit;
-            if (full && (i + 1 < n_cand || res->more)) out->next_cursor = hr_list_cursor(a, e->score, e->member);
+            if (full && (i + 1 < n_cand || res->more))
+                out->next_cursor = hr_list_cursor(a, e->score, e->member);
         }
         n_cand = 0;
         if (rc != HR_OK || full || !res->more) break;

@@ -164,8 +164,8 @@ typedef struct rx {
     bool dirty;                     /* wb holds something */
     const uint32_t *stripes;        /* the stripes the batch holds, ascending */
     size_t nstripes;
-    hr_arena mem;                   /* scratch, freed at the end of the batch */
-    vent *tab;                      /* the view: (cf, key) -> what the batch knows */
+    hr_arena mem; /* scratch, freed at the end of the batch */
+    vent *tab;    /* the view: (cf, key) -> what the batch knows */
     size_t tab_cap, tab_len;
     /* Packed-set chunks the batch changed (keys in mem, repeats allowed):
      * their decoded forms (rx_aux) are written once each, by pset_flush. */

@@ -367,8 +367,16 @@ static int zm_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min
     zent *e;
     int rc = zmem_acquire(x, key, m, false, &e);
     if (rc || e == NULL) return rc;
-    zmwalk w = {.x = x, .key = key, .version = m->version, .reverse = reverse, .emin = score_encode(min),
-                .emax = score_encode(max), .after = after, .visit = visit, .ctx = ctx, .k = HR_BUF_INIT};
+    zmwalk w = {.x = x,
+                .key = key,
+                .version = m->version,
+                .reverse = reverse,
+                .emin = score_encode(min),
+                .emax = score_encode(max),
+                .after = after,
+                .visit = visit,
+                .ctx = ctx,
+                .k = HR_BUF_INIT};
     /* The batch's own changes to this set, each member once, at its final
      * score; with any, the walk skips the members they moved or removed. */
     bool mine = false;
@@ -381,8 +389,8 @@ static int zm_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min
             dup = hr_slice_eq(w.ov[j].member, member);
         hr_slice v;
         bool found;
-        if (dup || !zm_staged(&w, member) ||
-            !rx_known(x, CF_SUB, hr_buf_slice(&w.k), &v, &found) || !found || v.len != 8)
+        if (dup || !zm_staged(&w, member) || !rx_known(x, CF_SUB, hr_buf_slice(&w.k), &v, &found) || !found ||
+            v.len != 8)
             continue;
         if (w.ov == NULL) w.ov = hr_arena_alloc(&x->mem, x->nzst * sizeof *w.ov);
         w.ov[w.nov++] = (zov){load_u64(v.ptr), member};

@@ -353,8 +353,10 @@ static bool holds_stripe(const rx *x, hr_slice key) {
     size_t lo = 0, hi = x->nstripes;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (x->stripes[mid] < st) lo = mid + 1;
-        else hi = mid;
+        if (x->stripes[mid] < st)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo < x->nstripes && x->stripes[lo] == st;
 }
@@ -369,15 +371,18 @@ bool rx_meta_from_cache(rx *x, hr_slice key) {
     pthread_mutex_t *lock = &c->locks[i % MCACHE_LOCKS];
     pthread_mutex_lock(lock);
     const mslot *sl = &c->slots[i];
-    if (sl->state != V_EMPTY && sl->hash == h && sl->klen == key.len && memcmp(sl->blob, key.ptr, key.len) == 0) {
+    if (sl->state != V_EMPTY && sl->hash == h && sl->klen == key.len &&
+        memcmp(sl->blob, key.ptr, key.len) == 0) {
         rmeta m;
         hr_slice raw = hr_slice_of(sl->blob + sl->klen, sl->vlen);
-        used = locked || (sl->state == V_VALUE && meta_decode(raw, &m) == 0 && m.type == T_ZSET &&
-                          (m.zflags & ZF_MEM));
+        used = locked ||
+               (sl->state == V_VALUE && meta_decode(raw, &m) == 0 && m.type == T_ZSET && (m.zflags & ZF_MEM));
         if (used) {
             vent *e = lookup(x, CF_META, key, true);
-            if (sl->state == V_VALUE) set_value(x, e, raw.ptr, raw.len);
-            else e->state = V_ABSENT;
+            if (sl->state == V_VALUE)
+                set_value(x, e, raw.ptr, raw.len);
+            else
+                e->state = V_ABSENT;
         }
     }
     pthread_mutex_unlock(lock);
@@ -389,7 +394,8 @@ void rx_meta_commit(rx *x) {
         vent *e = &x->tab[i];
         if (e->cf != CF_META || (e->state != V_VALUE && e->state != V_ABSENT)) continue;
         hr_slice key = hr_slice_of(e->key, e->klen);
-        if (!e->written && !holds_stripe(x, key)) continue; /* read at a snapshot another batch may have passed */
+        if (!e->written && !holds_stripe(x, key))
+            continue; /* read at a snapshot another batch may have passed */
         mcache_set(x->s->mcache, key, e->state == V_VALUE, hr_slice_of(e->val, e->vlen));
     }
 }

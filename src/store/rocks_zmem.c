@@ -52,10 +52,10 @@
 #include "common/log.h"
 #include "store/rocks_internal.h"
 
-#define ZBLOCK 128                         /* items per block at most */
-#define ZMEM_MIN_SIZE 1024                 /* members a set needs to move into memory */
+#define ZBLOCK 128         /* items per block at most */
+#define ZMEM_MIN_SIZE 1024 /* members a set needs to move into memory */
 #define ZMEM_DEFAULT_BYTES ((size_t)512 << 20)
-#define ZMEM_MEMBER_BYTES 72               /* estimated bytes per member, besides its own */
+#define ZMEM_MEMBER_BYTES 72 /* estimated bytes per member, besides its own */
 
 /* The ordered structure ------------------------------------------------------ */
 
@@ -132,14 +132,17 @@ static void tab_delete(zmem *z, size_t i) {
 
 /* The position of the first item >= (enc, m) (upper: > ), as (block, index);
  * block == nblocks when there is none. */
-static void seek(const zmem *z, uint64_t enc, const char *m, size_t mlen, bool upper, size_t *bi, size_t *oi) {
+static void seek(const zmem *z, uint64_t enc, const char *m, size_t mlen, bool upper, size_t *bi,
+                 size_t *oi) {
     /* the last block whose first item is below the target (or not above it) */
     size_t lo = 0, hi = z->nblocks;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         int c = item_cmp(enc, m, mlen, &z->blocks[mid]->items[0]);
-        if (upper ? c >= 0 : c > 0) lo = mid + 1;
-        else hi = mid;
+        if (upper ? c >= 0 : c > 0)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     size_t b = lo ? lo - 1 : 0;
     if (z->nblocks == 0) {
@@ -152,8 +155,10 @@ static void seek(const zmem *z, uint64_t enc, const char *m, size_t mlen, bool u
     while (l < h) {
         size_t mid = l + (h - l) / 2;
         int c = item_cmp(enc, m, mlen, &blk->items[mid]);
-        if (upper ? c >= 0 : c > 0) l = mid + 1;
-        else h = mid;
+        if (upper ? c >= 0 : c > 0)
+            l = mid + 1;
+        else
+            h = mid;
     }
     if (l == blk->n) {
         b++;
@@ -310,11 +315,11 @@ struct zent {
     char *key;
     size_t klen;
     uint64_t version;
-    int state;          /* Z_*, under the registry's mutex */
-    _Atomic int refs;   /* the registry's (while linked) + each holder's */
+    int state;             /* Z_*, under the registry's mutex */
+    _Atomic int refs;      /* the registry's (while linked) + each holder's */
     pthread_rwlock_t lock; /* over z */
     zmem z;
-    zent *next;         /* hash chain */
+    zent *next; /* hash chain */
 };
 
 typedef struct moves_ent {
@@ -327,8 +332,8 @@ struct zreg {
     pthread_cond_t built;
     zent **tab; /* chained, by key hash */
     size_t cap, n;
-    size_t budget;         /* bytes */
-    _Atomic size_t bytes;  /* of the linked entries' members */
+    size_t budget;        /* bytes */
+    _Atomic size_t bytes; /* of the linked entries' members */
     bool all;
     /* Moves (score changes of existing members) since open, of sets big
      * enough to qualify, by key hash (64 bits: a collision would only make a
@@ -464,8 +469,10 @@ static int build(rx *x, zent *e) {
     }
     char *errptr = NULL;
     rocksdb_iter_get_error(it, &errptr);
-    if (errptr && rc == 0) rc = rx_fail(x, errptr);
-    else rocksdb_free(errptr);
+    if (errptr && rc == 0)
+        rc = rx_fail(x, errptr);
+    else
+        rocksdb_free(errptr);
     rocksdb_iter_destroy(it);
     rocksdb_readoptions_destroy(ro);
     hr_buf_free(&lo);
@@ -700,7 +707,8 @@ static void promote(rx *x, const zmoves *v, uint64_t moves) {
         char *errptr = NULL;
         rocksdb_put_cf(x->s->db, x->s->wopts, x->s->cf[CF_META], v->key.ptr, v->key.len, buf.data, buf.len,
                        &errptr);
-        if (errptr == NULL) mcache_set(x->s->mcache, v->key, true, hr_buf_slice(&buf)); /* we hold its stripe */
+        if (errptr == NULL)
+            mcache_set(x->s->mcache, v->key, true, hr_buf_slice(&buf)); /* we hold its stripe */
         hr_buf_free(&buf);
         if (errptr) {
             hr_warn("rocksdb: could not mark a sorted set in memory: %s", errptr);
@@ -732,11 +740,14 @@ void zmem_commit(rx *x) {
         size_t before = e->z.bytes;
         for (; i < x->nzst && x->zst[i].e == e; i++) {
             const zstage *st = &x->zst[i];
-            if (st->removed) zmem_remove(&e->z, st->member);
-            else zmem_set(&e->z, st->member, st->enc);
+            if (st->removed)
+                zmem_remove(&e->z, st->member);
+            else
+                zmem_set(&e->z, st->member, st->enc);
         }
         /* (an entry this batch replaced is unlinked: its bytes left the total) */
-        if (e->state == Z_READY) atomic_fetch_add(&r->bytes, e->z.bytes - before); /* modular: a shrink subtracts */
+        if (e->state == Z_READY)
+            atomic_fetch_add(&r->bytes, e->z.bytes - before); /* modular: a shrink subtracts */
         pthread_rwlock_unlock(&e->lock);
     }
     /* 2. Entries whose set this batch deleted, overwrote or re-created. */
@@ -755,7 +766,8 @@ void zmem_commit(rx *x) {
             hr_err_clear(x->err);
             memset(&m, 0, sizeof m);
         }
-        if (m.type == T_ZSET && (m.zflags & ZF_MEM) && m.version == version && meta_alive(&m, x->now)) continue;
+        if (m.type == T_ZSET && (m.zflags & ZF_MEM) && m.version == version && meta_alive(&m, x->now))
+            continue;
         pthread_mutex_lock(&r->mu);
         link = find_link(r, op->key);
         if (*link && (*link)->version == version && (*link)->state != Z_BUILDING) unlink_ent(r, link);
@@ -766,7 +778,8 @@ void zmem_commit(rx *x) {
         const zmoves *v = &x->zmoves[i];
         pthread_mutex_lock(&r->mu);
         uint64_t total = count_moves(r, v->key, v->moves);
-        bool go = total >= v->size && atomic_load(&r->bytes) + v->size * (ZMEM_MEMBER_BYTES + 16) <= r->budget;
+        bool go =
+            total >= v->size && atomic_load(&r->bytes) + v->size * (ZMEM_MEMBER_BYTES + 16) <= r->budget;
         pthread_mutex_unlock(&r->mu);
         if (go) promote(x, v, total);
     }

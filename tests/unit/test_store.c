@@ -784,7 +784,8 @@ static void assert_ranking(hr_store *s, hr_slice z, const double *score, const b
                 int k = order[reverse ? want - 1 - seen : seen];
                 char m[16];
                 snprintf(m, sizeof m, "m%04d", k);
-                cr_assert(hr_slice_eq(r->entries[i].member, hr_slice_str(m)) && r->entries[i].score == score[k],
+                cr_assert(hr_slice_eq(r->entries[i].member, hr_slice_str(m)) &&
+                              r->entries[i].score == score[k],
                           "%s entry %d: %.*s %g, expected %s %g", reverse ? "reverse" : "forward", seen,
                           (int)r->entries[i].member.len, r->entries[i].member.ptr, r->entries[i].score, m,
                           score[k]);
