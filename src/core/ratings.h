@@ -87,14 +87,18 @@
  *                from the cursor), one batch of membership tests; windows
  *                start at max(2*limit, 64) entries, and each next one is
  *                twice what the unseen rate seen so far says the rest of
- *                the page needs (up to 10,000), until `limit` unseen
- *                stories are found; then one multi-get of the page's
- *                stories. The membership test of a subject with fewer than
- *                HR_SEEN_SET_MIN ratings is a point read of its ratings per
- *                candidate (few candidates: such a subject has seen little
- *                of the top); past that, one hr_pset_test of the whole
- *                window against {rs/S}seen (one read of the set's packed
- *                chunks, ~0.05 us per candidate on RocksDB). An upsert adds
+ *                the page needs (at most 4x the last, up to 10,000), until
+ *                `limit` unseen stories are found; then one multi-get of
+ *                the page's stories. The membership test of a subject with
+ *                fewer than HR_SEEN_SET_MIN ratings is a point read of its
+ *                ratings per candidate (few candidates: such a subject has
+ *                seen little of the top); past that, one hr_pset_test of
+ *                the candidates against {rs/S}seen. That test reads every
+ *                chunk of the set (~30 for 10,000 ratings) however few
+ *                candidates it has, so the first window is tested only
+ *                together with a second of 1,024: a member who has seen
+ *                most of the top costs 2 range reads, 1 test, 1 multi-get
+ *                (~0.2 ms at scale 0.2, BENCHMARKS.md). An upsert adds
  *                a new rating to that set once the subject has
  *                HR_SEEN_SET_MIN ratings; unseen fills it with the older
  *                ones the first time it finds it smaller than the ratings
@@ -119,10 +123,11 @@
 
 #define HR_TOP_RATED_SCAN 10000 /* a subject's most recent ratings top_rated ranks */
 #define HR_RATINGS_ALL_SHARDS 16 /* shards of the all-ratings index */
-/* Ranking entries one unseen call reads at most. A bound on latency: both
- * backends read about 2-3 us per sorted-set entry (range or point read,
- * measured here), so 20,000 is some 50 ms; a member who has seen more of
- * the top than that gets a short page and a cursor to go on. */
+/* Ranking entries one unseen call reads at most. A bound on latency: a
+ * candidate costs ~0.1 us in a ranking kept in memory with a seen set, up
+ * to ~3 us read from disk and tested by point reads, so 20,000 is 2-60 ms;
+ * a member who has seen more of the top than that gets a short page and a
+ * cursor to go on. */
 #define HR_UNSEEN_SCAN 20000
 /* Ratings from which a subject's seen stories are also kept as a packed set
  * (an upsert then rewrites one of its chunks, a few KiB; below it the point
