@@ -429,8 +429,10 @@ mkdir -p "$RESULTS_DIR"
     cat "$INPROC"
     echo
     echo "Latency percentiles of upserts are over a sample (one in 16 during the load, every one in the timed run);"
-    echo "\"per second\" for queries is calls/s with 2 threads. Measured right after the load, with the writes"
-    echo "still in RocksDB's memtables, except the last row (store closed and reopened, as a restarted server sees it)."
+    echo "\"per second\" for queries is calls/s with 2 threads. Queries are measured once RocksDB has finished the flushes"
+    echo "and compactions the load queued (${QUIESCE_SECS:-?} s of waiting; ${REOPEN_QUIESCE_SECS:-?} s after the reopen), as PostgreSQL"
+    echo "is measured after its load and VACUUM; the writes of the load are still in RocksDB's memtables, except in the"
+    echo "last row (store closed and reopened, as a restarted server sees it)."
     echo
     echo "Store operations per call (hr_store_ops_total; one batch = one round trip):"
     echo

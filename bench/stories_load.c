@@ -15,8 +15,10 @@
  *                  of the 30 days; --threads threads; upserts/s with progress
  *   4. upserts     the same model for --duration seconds on the loaded store:
  *                  the steady-state upsert rate and its latency percentiles
- *   5. queries     unseen (heavy, rank=top, limit 20) --calls times on one
- *                  thread (p50/p90/p99/max; at most --query-secs), then on
+ *   5. queries     once RocksDB has finished the flushes and compactions the
+ *                  load queued (QUIESCE_SECS; PostgreSQL too is measured after
+ *                  its load): unseen (heavy, rank=top, limit 20) --calls
+ *                  times on one thread (p50/p90/p99/max; at most --query-secs), then on
  *                  --threads threads (calls/s); the same for rank=hot, for a
  *                  typical member, and top-rated; with the store ops per call
  *   6. export      (--out DIR) the final state read back through the core API:
@@ -60,6 +62,7 @@
 #include "core/ratings.h"
 #include "core/stories.h"
 #include "core/url.h"
+#include "store/rocks_internal.h" /* quiesce() only */
 #include "store/store.h"
 
 #define FULL_STORIES 1000000
@@ -608,6 +611,29 @@ static void run_queries(const char *prefix, bool unseen_only) {
     }
 }
 
+/* ---- Quiet store ------------------------------------------------------------- */
+
+/* Wait (at most max_s) until RocksDB has no flush or compaction running or
+ * pending: the state a server reaches when writes pause, and the state
+ * PostgreSQL is measured in (after its load and VACUUM). Looks inside the
+ * RocksDB backend, as tests/unit/test_rocks.c does. Seconds waited; 0 on
+ * another backend. */
+static double quiesce(double max_s) {
+    if (strcmp(hr_store_kind(store), "rocksdb") != 0) return 0;
+    rocks_store *rs = (rocks_store *)store;
+    double t0 = now_s();
+    while (now_s() - t0 < max_s) {
+        uint64_t busy = 0, v;
+        if (rocksdb_property_int(rs->db, "rocksdb.num-running-compactions", &v) == 0) busy += v;
+        if (rocksdb_property_int(rs->db, "rocksdb.num-running-flushes", &v) == 0) busy += v;
+        for (int cf = 0; cf < CF_COUNT_; cf++)
+            if (rocksdb_property_int_cf(rs->db, rs->cf[cf], "rocksdb.compaction-pending", &v) == 0) busy += v;
+        if (busy == 0) break;
+        usleep(200000);
+    }
+    return now_s() - t0;
+}
+
 /* ---- Export ----------------------------------------------------------------- */
 
 static FILE *open_out(const char *name) {
@@ -890,8 +916,11 @@ upserts:
 
     if (opt.upserts_only) goto done;
 
-    /* 5. Queries. */
-queries:
+    /* 5. Queries, on a quiet store (see quiesce). */
+queries:;
+    double quiet = quiesce(600);
+    fprintf(stderr, "stories_load: waited %.1f s for RocksDB's flushes and compactions before the queries\n", quiet);
+    printf("QUIESCE_SECS=%.1f\n", quiet);
     run_queries("", false);
 
     /* 6. Export. */
@@ -941,6 +970,7 @@ queries:
         ratings = hr_ratings_new(store, stories);
         fprintf(stderr, "stories_load: store closed in %.1f s, reopened in %.1f s\n", t1 - t0, now_s() - t1);
         printf("CLOSE_SECS=%.1f\nREOPEN_SECS=%.1f\n", t1 - t0, now_s() - t1);
+        printf("REOPEN_QUIESCE_SECS=%.1f\n", quiesce(600));
         run_queries("REOPENED_", true);
     }
 
