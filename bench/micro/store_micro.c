@@ -4,7 +4,12 @@
  *
  *   store_micro URI tombstones   top-20 descending read of a 5 000-member
  *                                sorted set: fresh, after 200 K score changes
- *                                (Zipf-like), and after close and reopen
+ *                                (Zipf-like), and after close and reopen; on
+ *                                RocksDB the set moves into memory after
+ *                                5 000 changes (src/store/rocks_zmem.c)
+ *   store_micro URI tombstones-disk   the same with the set kept on disk
+ *                                (RocksDB: a memory budget too small for it),
+ *                                as every set was before rocks_zmem.c
  *   store_micro URI pset         hr_pset_test of 10 000 members against sets
  *                                of 10 000 and 100 000 members, and the same
  *                                question as 10 000 hr_zscore in one batch
@@ -19,6 +24,10 @@
  *                                the same entries as hr_zadd (on Redis: one
  *                                pipelined ZADD each, the reference the
  *                                RocksDB time lists are measured against)
+ *   store_micro URI kv           the cost of one point write and one point
+ *                                read of a missing key, in batches of 16
+ *                                (1 M random 40-byte keys): what every
+ *                                sub-key of a batch pays
  *
  * Keys are prefixed with a random tag, so runs on a shared cluster do not
  * collide; RocksDB runs want a fresh directory. */
@@ -33,12 +42,13 @@
 #include "store/store.h"
 
 static const char *uri;
+static hr_store_options opts;
 static hr_store *S;
 static char tag[32];
 
 static void open_store(void) {
     hr_err err = {0};
-    if (hr_store_open(uri, NULL, &S, &err) != HR_OK) {
+    if (hr_store_open(uri, &opts, &S, &err) != HR_OK) {
         fprintf(stderr, "store_micro: %s\n", err.msg);
         exit(1);
     }
@@ -85,6 +95,7 @@ static void tombstones(void) {
     }
     printf("fresh ranking of 5000: top-20 read %.1f us\n", top20_us());
     srand(1);
+    uint64_t t0 = hr_mono_ns();
     for (int i = 0; i < 200000; i++) { /* popular members get most of the votes */
         int k = (int)(5000.0 / (1 + rand() % 5000)) - 1;
         hr_batch_reset(b);
@@ -92,6 +103,7 @@ static void tombstones(void) {
         hr_zincr(b, key("rank"), 1, hr_slice_str(m));
         run(b);
     }
+    printf("200K score changes (one hr_zincr a batch): %.2f us each\n", (double)(hr_mono_ns() - t0) / 1e3 / 200000);
     printf("after 200K score changes: top-20 read %.1f us\n", top20_us());
     hr_batch_free(b);
     hr_store_close(S);
@@ -246,14 +258,58 @@ static void fanout(long entries, int threads, bool zset) {
            writers * 1e6 / (double)entries, cpu * 1e6 / (double)entries);
 }
 
+/* Point writes and reads of small values in batches of 16, as a rating
+ * upsert's sub-keys are: 1 M puts of random 40-byte keys, then 200 K gets
+ * (half present): microseconds per put and per get, and the same gets again
+ * after close and reopen (from SST files instead of the memtables). */
+static void kv(void) {
+    enum { PUTS = 1000000, GETS = 200000, B = 16 };
+    hr_batch *b = hr_batch_new();
+    char k[96];
+    uint64_t t0 = hr_mono_ns();
+    for (int i = 0; i < PUTS;) {
+        hr_batch_reset(b);
+        for (int j = 0; j < B; j++, i++) {
+            uint64_t r = rnd();
+            snprintf(k, sizeof k, "{%s}:kv:%016llx:%016llx", tag, (unsigned long long)(r % PUTS),
+                     (unsigned long long)r);
+            hr_put(b, hr_slice_str(k), hr_slice_of("12345678", 8), 0);
+        }
+        run(b);
+    }
+    printf("kv: %.2f us per put (%d, batches of %d)\n", (double)(hr_mono_ns() - t0) / 1e3 / PUTS, PUTS, B);
+    for (int pass = 0; pass < 2; pass++) {
+        t0 = hr_mono_ns();
+        for (int i = 0; i < GETS;) {
+            hr_batch_reset(b);
+            for (int j = 0; j < B; j++, i++) {
+                uint64_t r = rnd();
+                snprintf(k, sizeof k, "{%s}:kv:%016llx:%016llx", tag, (unsigned long long)(r % PUTS),
+                         (unsigned long long)r);
+                hr_get(b, hr_slice_str(k));
+            }
+            run(b);
+        }
+        printf("kv: %.2f us per get (missing keys)%s\n", (double)(hr_mono_ns() - t0) / 1e3 / GETS,
+               pass ? " after reopen" : "");
+        if (pass == 0) {
+            hr_store_close(S);
+            open_store();
+        }
+    }
+    hr_batch_free(b);
+}
+
 int main(int argc, char **argv) {
     bool fan_mode = argc >= 3 && (strcmp(argv[2], "fanout") == 0 || strcmp(argv[2], "zfanout") == 0);
-    if (!(argc == 3 && (strcmp(argv[2], "tombstones") == 0 || strcmp(argv[2], "pset") == 0)) &&
-        !(fan_mode && argc <= 5)) {
-        fprintf(stderr, "usage: store_micro URI tombstones|pset\n"
+    bool one_word = argc == 3 && (strcmp(argv[2], "tombstones") == 0 || strcmp(argv[2], "tombstones-disk") == 0 ||
+                                  strcmp(argv[2], "pset") == 0 || strcmp(argv[2], "kv") == 0);
+    if (!one_word && !(fan_mode && argc <= 5)) {
+        fprintf(stderr, "usage: store_micro URI tombstones|tombstones-disk|pset|kv\n"
                         "       store_micro URI fanout|zfanout [ENTRIES [THREADS]]\n");
         return 2;
     }
+    if (strcmp(argv[2], "tombstones-disk") == 0) opts.zset_memory_bytes = 1; /* nothing fits */
     uri = argv[1];
     snprintf(tag, sizeof tag, "micro-%lx", (unsigned long)time(NULL) ^ (unsigned long)hr_mono_ns());
     open_store();
@@ -265,8 +321,10 @@ int main(int argc, char **argv) {
             return 2;
         }
         fanout(n, threads, argv[2][0] == 'z');
-    } else if (strcmp(argv[2], "tombstones") == 0) {
+    } else if (strncmp(argv[2], "tombstones", 10) == 0) {
         tombstones();
+    } else if (strcmp(argv[2], "kv") == 0) {
+        kv();
     } else {
         pset();
     }

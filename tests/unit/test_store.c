@@ -2,11 +2,14 @@
  * store.h, run against both backends.
  *
  * Each check is written once, as `check_NAME(hr_store *s)`, and STORE_TEST
- * registers it twice: in suite `rocks` on a store opened on a fresh temporary
- * directory (removed afterwards), and in suite `redis` on the cluster named
- * by $HERALD_TEST_REDIS (scripts/test.sh starts one and sets it). Without the
- * variable the redis tests fail, saying so: a suite that silently passes
- * when its backend is missing would hide a broken backend.
+ * registers it three times: in suite `rocks` on a store opened on a fresh
+ * temporary directory (removed afterwards); in suite `rocksmem`, the same
+ * with every sorted set kept in memory from its creation
+ * (hr_store_options.zset_memory_all: the path rankings take once they move
+ * into memory, src/store/rocks_zmem.c); and in suite `redis` on the cluster
+ * named by $HERALD_TEST_REDIS (scripts/test.sh starts one and sets it).
+ * Without the variable the redis tests fail, saying so: a suite that
+ * silently passes when its backend is missing would hide a broken backend.
  *
  * The Redis cluster is shared by every test (and every run), so each test
  * names its keys under a random prefix: K("name") is "t:<random>:name", and
@@ -35,23 +38,170 @@
 #include "common/clock.h"
 #include "store/store.h"
 
-/* Fixtures: store_fixture.h (shared with test_store_tl.c, test_store_queue.c) */
+/* Fixtures ------------------------------------------------------------------ */
 
-#include "store_fixture.h"
+static hr_store *S;          /* the store under test, or NULL */
+static char open_error[512]; /* why S is NULL */
+static char tmpdir[64];      /* rocks: the DB directory */
+static char prefix[40];      /* this test's key namespace */
+static hr_arena keys;        /* memory of K() / KT() / M() */
+static hr_batch *B;          /* the batch of ONE() */
 
-STORE_SUITES(rocks, redis);
-#define STORE_TEST(name) STORE_TEST_IN(rocks, redis, name)
+static void random_prefix(void) {
+    unsigned char r[8] = {0};
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (f) {
+        if (fread(r, 1, sizeof r, f) != sizeof r) r[0] ^= (unsigned char)getpid();
+        fclose(f);
+    }
+    snprintf(prefix, sizeof prefix, "t:%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5],
+             r[6], r[7]);
+}
+
+static void common_init(void) {
+    random_prefix();
+    B = hr_batch_new();
+}
+
+static void common_fini(void) {
+    hr_batch_free(B);
+    hr_store_close(S);
+    S = NULL;
+    hr_arena_free(&keys);
+}
+
+static void open_uri(const char *uri, const hr_store_options *opts) {
+    hr_err err = {0};
+    if (hr_store_open(uri, opts, &S, &err) != HR_OK)
+        snprintf(open_error, sizeof open_error, "cannot open %s: %s (%s)", uri, err.msg,
+                 hr_errname(err.code));
+}
+
+static void rocks_open(const hr_store_options *opts) {
+    common_init();
+    strcpy(tmpdir, "/tmp/herald-store-XXXXXX");
+    if (mkdtemp(tmpdir) == NULL) {
+        snprintf(open_error, sizeof open_error, "mkdtemp failed");
+        return;
+    }
+    char uri[128];
+    snprintf(uri, sizeof uri, "rocksdb:%s/db", tmpdir);
+    open_uri(uri, opts);
+}
+
+static void rocks_init(void) {
+    rocks_open(NULL);
+}
+
+static void rocksmem_init(void) {
+    hr_store_options opts = {.zset_memory_all = true};
+    rocks_open(&opts);
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void rocks_fini(void) {
+    common_fini();
+    if (tmpdir[0]) nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void redis_init(void) {
+    common_init();
+    const char *uri = getenv("HERALD_TEST_REDIS");
+    if (uri == NULL || *uri == '\0') {
+        snprintf(
+            open_error, sizeof open_error,
+            "HERALD_TEST_REDIS is not set: run scripts/test.sh, which starts a Redis Cluster and sets it "
+            "(e.g. HERALD_TEST_REDIS=redis://127.0.0.1:7100)");
+        return;
+    }
+    open_uri(uri, NULL);
+}
+
+TestSuite(rocks, .init = rocks_init, .fini = rocks_fini, .timeout = 60);
+TestSuite(rocksmem, .init = rocksmem_init, .fini = rocks_fini, .timeout = 60);
+TestSuite(redis, .init = redis_init, .fini = common_fini, .timeout = 60);
+
+static hr_store *require_store(void) {
+    if (S == NULL) cr_assert_fail("%s", open_error);
+    return S;
+}
+
+/* One check, registered for both backends (RocksDB twice). */
+#define STORE_TEST(name)                                                                                     \
+    static void check_##name(hr_store *s);                                                                   \
+    Test(rocks, name) {                                                                                      \
+        check_##name(require_store());                                                                       \
+    }                                                                                                        \
+    Test(rocksmem, name) {                                                                                   \
+        check_##name(require_store());                                                                       \
+    }                                                                                                        \
+    Test(redis, name) {                                                                                      \
+        check_##name(require_store());                                                                       \
+    }                                                                                                        \
+    static void check_##name(hr_store *s)
+
+/* Helpers ------------------------------------------------------------------- */
+
+/* This test's key `name` (binary-safe: n bytes). */
+static hr_slice Kn(const char *name, size_t n) {
+    size_t p = strlen(prefix);
+    char *k = hr_arena_alloc(&keys, p + 1 + n);
+    memcpy(k, prefix, p);
+    k[p] = ':';
+    memcpy(k + p + 1, name, n);
+    return hr_slice_of(k, p + 1 + n);
+}
+static hr_slice K(const char *name) {
+    return Kn(name, strlen(name));
+}
+
+/* This test's key `name` under its hash tag (one Redis Cluster slot). */
+static hr_slice KT(const char *name) {
+    char *k = hr_arena_alloc(&keys, strlen(prefix) + strlen(name) + 4);
+    sprintf(k, "{%s}:%s", prefix, name);
+    return hr_slice_str(k);
+}
+
+static hr_slice M(const char *s) {
+    return hr_slice_str(s);
+}
+
+static hr_slice Mf(const char *fmt, long i) {
+    char *m = hr_arena_alloc(&keys, 32);
+    snprintf(m, 32, fmt, i);
+    return hr_slice_str(m);
+}
 
 static void exec_flags(hr_store *s, hr_batch *b, unsigned flags) {
     hr_err err = {0};
     int rc = hr_store_exec(s, b, flags, &err);
     cr_assert_eq(rc, HR_OK, "exec: %s: %s", hr_errname(rc), err.msg);
 }
+static void exec(hr_store *s, hr_batch *b) {
+    exec_flags(s, b, 0);
+}
+
+/* Run B, which holds one op, and return its result (valid until the next
+ * ONE). Usage: ONE(s, hr_get(B, K("a")))->rc */
+static const hr_result *exec_one(hr_store *s) {
+    exec(s, B);
+    return hr_batch_result(B, 0);
+}
+#define ONE(s, call) (hr_batch_reset(B), (void)(call), exec_one(s))
 
 static hr_distinct_params dp(int64_t now, int64_t ttl, int64_t limit) {
     hr_distinct_params p = {.now_ms = now, .ttl_ms = ttl, .exact_limit = limit};
     return p;
 }
+
+#define assert_rc(r, want)                                                                                   \
+    cr_assert_eq((r)->rc, (want), "rc %s, expected %s", hr_errname((r)->rc), hr_errname(want))
 
 static void assert_value(const hr_result *r, const char *want, size_t n) {
     assert_rc(r, HR_OK);
@@ -570,6 +720,128 @@ STORE_TEST(zset_del_whole) {
     ONE(s, hr_del(B, z));
     cr_assert_eq(ONE(s, hr_zadd(B, z, 1, M("m7")))->num, 1);
     assert_members(ONE(s, hr_zrange(B, z, &sp)), "m7", false);
+    hr_batch_free(b);
+}
+
+STORE_TEST(zset_batch_sees_own_writes) {
+    /* In one batch, a range read sees the adds, moves and removals before
+     * it (and a set kept in memory merges them with its committed order). */
+    hr_slice z = K("z");
+    fill_zset(s, z); /* (-1.5 z) (1 a) (2 b) (2 c) (3 d) (5 e) */
+    hr_batch *b = hr_batch_new();
+    hr_zadd(b, z, 4, M("new"));
+    hr_zincr(b, z, 10, M("a")); /* 1 -> 11 */
+    hr_zrem(b, z, M("c"));
+    hr_zadd(b, z, -2, M("d")); /* 3 -> -2 */
+    hr_zrange_spec fwd = hr_zrange_all(false, 100), rev = hr_zrange_all(true, 3);
+    size_t r1 = hr_zrange(b, z, &fwd);
+    size_t r2 = hr_zrange(b, z, &rev);
+    hr_zrange_spec mid = range(false, 0, 4.5, 100);
+    size_t r3 = hr_zrange(b, z, &mid);
+    hr_zrange_spec cur = after(hr_zrange_all(true, 100), 4, "new");
+    size_t r4 = hr_zrange(b, z, &cur);
+    size_t sc = hr_zscore(b, z, M("d"));
+    size_t card = hr_zcard(b, z);
+    exec(s, b);
+    assert_members(hr_batch_result(b, r1), "d z b new e a", false);
+    assert_members(hr_batch_result(b, r2), "a e new", true);
+    assert_members(hr_batch_result(b, r3), "b new", false);
+    assert_members(hr_batch_result(b, r4), "b z d", false);
+    cr_assert_eq(hr_batch_result(b, sc)->score, -2);
+    cr_assert_eq(hr_batch_result(b, card)->num, 6);
+    /* and the next batch reads the same */
+    assert_members(ONE(s, hr_zrange(B, z, &fwd)), "d z b new e a", false);
+    hr_batch_free(b);
+}
+
+/* The order of a set of n members m0000.. with scores score[], by (score,
+ * member), into order[]. */
+static const double *sort_scores;
+static int by_score(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    if (sort_scores[x] != sort_scores[y]) return sort_scores[x] < sort_scores[y] ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+/* Read the whole set by pages of 97 (cursor paging) in both directions and
+ * compare with the model; also a page from the top, and zcard. */
+static void assert_ranking(hr_store *s, hr_slice z, const double *score, const bool *live, int n) {
+    int *order = malloc((size_t)n * sizeof *order), want = 0;
+    for (int i = 0; i < n; i++)
+        if (live[i]) order[want++] = i;
+    sort_scores = score;
+    qsort(order, (size_t)want, sizeof *order, by_score);
+    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, want);
+    for (int reverse = 0; reverse < 2; reverse++) {
+        hr_zrange_spec sp = hr_zrange_all(reverse, 97);
+        int seen = 0;
+        char lm[16]; /* the cursor's member: sp points to it */
+        for (;;) {
+            const hr_result *r = ONE(s, hr_zrange(B, z, &sp));
+            assert_rc(r, HR_OK);
+            for (size_t i = 0; i < r->n_entries; i++, seen++) {
+                cr_assert(seen < want, "more members than the model's %d", want);
+                int k = order[reverse ? want - 1 - seen : seen];
+                char m[16];
+                snprintf(m, sizeof m, "m%04d", k);
+                cr_assert(hr_slice_eq(r->entries[i].member, hr_slice_str(m)) &&
+                              r->entries[i].score == score[k],
+                          "%s entry %d: %.*s %g, expected %s %g", reverse ? "reverse" : "forward", seen,
+                          (int)r->entries[i].member.len, r->entries[i].member.ptr, r->entries[i].score, m,
+                          score[k]);
+            }
+            if (!r->more) break;
+            const hr_zentry *last = &r->entries[r->n_entries - 1];
+            snprintf(lm, sizeof lm, "%.*s", (int)last->member.len, last->member.ptr);
+            sp = after(sp, last->score, lm);
+        }
+        cr_assert_eq(seen, want, "%s: %d members, expected %d", reverse ? "reverse" : "forward", seen, want);
+    }
+    free(order);
+}
+
+STORE_TEST(zset_ranking_under_moves) {
+    /* A ranking: 1200 members, then many score changes concentrated on a
+     * few (as votes are), removals and new members; the order, read by
+     * cursor pages both ways, always matches a model. On RocksDB this also
+     * moves the set into memory midway (more changes than members). */
+    enum { N = 1300, FIRST = 1200 };
+    hr_slice z = K("rank");
+    double score[N] = {0};
+    bool live[N] = {0};
+    hr_batch *b = hr_batch_new();
+    for (int i = 0; i < FIRST; i++) {
+        score[i] = (double)(i % 7);
+        live[i] = true;
+        hr_zadd(b, z, score[i], Mf("m%04ld", i));
+    }
+    exec(s, b);
+    assert_ranking(s, z, score, live, N);
+    unsigned r = 12345;
+    for (int round = 0; round < 30; round++) {
+        hr_batch_reset(b);
+        for (int j = 0; j < 100; j++) {
+            r = r * 1103515245u + 12345u;
+            int k = (int)((r >> 8) % 1000) < 700 ? (int)((r >> 8) % 20) : (int)((r >> 8) % FIRST);
+            if (!live[k]) continue;
+            double d = (r & 1) ? 1 : -1;
+            score[k] += d;
+            hr_zincr(b, z, d, Mf("m%04ld", k));
+        }
+        if (round % 10 == 9) { /* a removal and a new member now and then */
+            int gone = round, added = FIRST + round;
+            live[gone] = false;
+            hr_zrem(b, z, Mf("m%04ld", gone));
+            live[added] = true;
+            score[added] = 3.5;
+            hr_zadd(b, z, 3.5, Mf("m%04ld", added));
+        }
+        exec(s, b);
+        if (round % 10 == 9) assert_ranking(s, z, score, live, N);
+    }
+    /* a zadd that moves a member to where it already is changes nothing */
+    cr_assert_eq(ONE(s, hr_zadd(B, z, score[100], M("m0100")))->num, 0);
+    assert_ranking(s, z, score, live, N);
     hr_batch_free(b);
 }
 
