@@ -75,9 +75,10 @@ static void usage(FILE *f) {
 static bool feed_settings_valid(const hr_config *cfg) {
     if (cfg->timeline_max < 1 || cfg->timeline_max > HR_ZRANGE_LIMIT_MAX || cfg->timeline_ttl < 1 ||
         cfg->fanout_batch < 1 || cfg->fanout_batch > HR_ZRANGE_LIMIT_MAX || cfg->fanout_lease < 1 ||
-        cfg->fanout_workers > 64 || cfg->fanout_threshold > INT64_MAX) {
+        cfg->fanout_workers > 64 || cfg->fanout_threshold > INT64_MAX ||
+        !hr_ident_valid(hr_slice_str(cfg->fanout_queue))) {
         fprintf(stderr, "herald: timeline_max and fanout_batch must be 1..%u, timeline_ttl and fanout_lease at "
-                        "least 1ms, fanout_workers at most 64\n", HR_ZRANGE_LIMIT_MAX);
+                        "least 1ms, fanout_workers at most 64, fanout_queue an identifier\n", HR_ZRANGE_LIMIT_MAX);
         return false;
     }
     return true;
@@ -85,7 +86,7 @@ static bool feed_settings_valid(const hr_config *cfg) {
 
 #define FEEDS_OPTIONS(cfg)                                                                                 \
     .ns = "", .fanout_threshold = (int64_t)(cfg).fanout_threshold, .timeline_ttl_ms = (cfg).timeline_ttl, \
-    .timeline_max = (size_t)(cfg).timeline_max
+    .timeline_max = (size_t)(cfg).timeline_max, .queue = (cfg).fanout_queue
 #define FANOUT_OPTIONS(cfg)                                                                                \
     .workers = (unsigned)(cfg).fanout_workers, .lease_ms = (cfg).fanout_lease,                            \
     .batch = (size_t)(cfg).fanout_batch, .throttle_ms = (cfg).fanout_throttle, .poll_ms = 100

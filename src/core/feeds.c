@@ -64,7 +64,9 @@ hr_slice hr_feeds_big_key(const hr_feeds *f, hr_buf *k) {
 }
 
 hr_slice hr_feeds_queue_key(const hr_feeds *f, hr_buf *k) {
-    open_tag(f, k, "q/fanout}");
+    open_tag(f, k, "q/");
+    hr_buf_append_str(k, f->queue);
+    hr_buf_append_byte(k, '}');
     return hr_buf_slice(k);
 }
 
@@ -88,12 +90,15 @@ hr_feeds *hr_feeds_new(hr_store *store, hr_graph *graph, const hr_feeds_options 
     f->opts = *opts;
     f->ns = hr_xstrdup(opts->ns ? opts->ns : "");
     f->opts.ns = f->ns;
+    f->queue = hr_xstrdup(opts->queue && *opts->queue ? opts->queue : "fanout");
+    f->opts.queue = f->queue;
     return f;
 }
 
 void hr_feeds_free(hr_feeds *f) {
     if (f == NULL) return;
     free(f->ns);
+    free(f->queue);
     free(f);
 }
 

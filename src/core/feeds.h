@@ -14,7 +14,8 @@
  *   {NSg/GID}/fd        tlist   the group's feed (target "group:GID")
  *   {NSix/K/V}/l        tlist   index: K is verb, object or target
  *   {NSbig}             zset    every big account: "u:UID" / "g:GID"
- *   {NSq/fanout}        queue   fan-out jobs (core/fanout.h)
+ *   {NSq/QUEUE}         queue   fan-out jobs (core/fanout.h); QUEUE is the
+ *                               fanout_queue setting, "fanout" by default
  *
  * Creating an activity costs 3 round trips: (1) a read of the foreign-id
  * mapping, the actor's follower count and whether the actor (and group) is
@@ -57,6 +58,11 @@ typedef struct hr_feeds_options {
     int64_t fanout_threshold; /* followers / members above which an account is big */
     int64_t timeline_ttl_ms;  /* timeline entries live this long past the activity's time */
     size_t timeline_max;      /* entries a timeline keeps (and shows) at most */
+    /* The fan-out queue's name (NULL or "": "fanout"). Every process that
+     * names the same queue shares its jobs; a server that must not work
+     * another's jobs (a staging deployment on the same Redis Cluster, a
+     * test) names its own. */
+    const char *queue;
 } hr_feeds_options;
 
 /* Feeds over store and graph (borrowed); options copied. */

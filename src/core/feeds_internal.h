@@ -13,6 +13,7 @@ struct hr_feeds {
     hr_store *store;
     hr_graph *graph;
     char *ns;
+    char *queue; /* the fan-out queue's name (hr_feeds_options.queue) */
     hr_feeds_options opts;
     /* Called after a job was pushed, so that local workers start at once
      * rather than at their next poll (fanout.c sets it). */
