@@ -365,7 +365,7 @@ mkdir -p "$RESULTS_DIR"
     echo "- machine: $(nproc) cores, $MODEL, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r)"
     echo "- tools: $(wrk --version 2>&1 | head -n1 | awk '{print $1, $2}')${PG_VERSION:+, PostgreSQL $PG_VERSION}"
     echo "- load average: $LOAD_START before the run, $LOAD_AVG_AFTER_LOAD after the load, $(loadavg) at the end (the machine is shared: other work skews the numbers)"
-    echo "- **scale $SCALE, $HEAVY heavy readers: $FULL**: $USERS users ($FRIENDSHIPS friendships, $FRIENDS_MEAN friends on average, at most $FRIENDS_MAX; $USERS_WITH_2000_FRIENDS users with 2 000 or more), $URLS URLs, $READS_SENT reads sent of which $READS_RECORDED recorded (the rest: newer reads of the same page by the same user), $QUERY_USERS users with 405..495 friends asked for"
+    echo "- **scale $SCALE, $HEAVY heavy readers: $FULL**: $USERS users ($FRIENDSHIPS friendships, $FRIENDS_MEAN friends on average, at most $FRIENDS_MAX; $USERS_WITH_2000_FRIENDS users with 2 000 or more), $URLS URLs, $READS_SENT reads sent, $READS_RECORDED answered \"recorded\" (a repeated read of a page is kept as its newest), $QUERY_USERS users with 405..495 friends asked for"
     echo "- time: friend sets $FRIENDS_SECS s, reads $LOAD_SECS s ($LOAD_READS_PER_S/s); whole run $TOTAL_S s; RocksDB $(du -sh "$STORE_DIR" 2>/dev/null | cut -f1)${PG_LOAD_S:+; PostgreSQL loaded in $PG_LOAD_S s ($PG_SIZE)}"
     echo
     echo "## Targets"
