@@ -15,8 +15,10 @@
  *                  of the 30 days; --threads threads; upserts/s with progress
  *   4. upserts     the same model for --duration seconds on the loaded store:
  *                  the steady-state upsert rate and its latency percentiles
- *   5. queries     unseen (heavy, rank=top, limit 20) --calls times on one
- *                  thread (p50/p90/p99/max; at most --query-secs), then on
+ *   5. queries     once RocksDB has finished the flushes and compactions the
+ *                  load queued (QUIESCE_SECS; PostgreSQL too is measured after
+ *                  its load): unseen (heavy, rank=top, limit 20) --calls
+ *                  times on one thread (p50/p90/p99/max; at most --query-secs), then on
  *                  --threads threads (calls/s); the same for rank=hot, for a
  *                  typical member, and top-rated; with the store ops per call
  *   6. export      (--out DIR) the final state read back through the core API:
@@ -35,6 +37,9 @@
  *                     [--zipf S] [--calls N] [--duration S] [--out DIR]
  *                     [--query-secs S]   (time limit of one query's latency run: 30)
  *                     [--queries-only]   (phase 5 on a store loaded before)
+ *                     [--upserts-only]   (phase 4 on a store loaded before)
+ *                     [--only KEY]       (phase 5: only that query: UNSEEN_TOP,
+ *                                         UNSEEN_HOT, UNSEEN_TYPICAL, TOP_RATED)
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -46,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,6 +61,8 @@
 #include "core/rank.h"
 #include "core/ratings.h"
 #include "core/stories.h"
+#include "core/url.h"
+#include "store/rocks_internal.h" /* quiesce() only */
 #include "store/store.h"
 
 #define FULL_STORIES 1000000
@@ -80,8 +88,10 @@ static struct {
     double duration;
     const char *out;
     bool queries_only; /* an already loaded store: phase 5 only */
+    bool upserts_only; /* an already loaded store: phase 4 only */
     double query_secs; /* time limit of one query's latency run */
-} opt = {NULL, 1.0, 2, 42, 1.0, 2000, 10.0, NULL, false, 30.0};
+    const char *only;  /* phase 5: only the query with this key (UNSEEN_TOP, ...) */
+} opt = {NULL, 1.0, 2, 42, 1.0, 2000, 10.0, NULL, false, false, 30.0, NULL};
 
 static size_t n_stories, n_members, n_ratings, n_heavy;
 static char (*ids)[HR_STORY_ID_LEN + 1]; /* story i's id */
@@ -100,6 +110,14 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* CPU seconds this process used (every thread, user + system). */
+static double cpu_s(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+           (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 static uint64_t now_ns(void) {
@@ -578,6 +596,7 @@ static void run_queries(const char *prefix, bool unseen_only) {
         {"TOP_RATED", {Q_TOP_RATED, HEAVY, 20}},
     };
     for (size_t i = 0; i < (unseen_only ? 1 : sizeof qs / sizeof qs[0]); i++) {
+        if (opt.only && strcmp(opt.only, qs[i].key) != 0) continue;
         int calls = i == 0 ? opt.calls : opt.calls / 4 > 50 ? opt.calls / 4 : 50;
         size_t items = 0;
         char key[64];
@@ -590,6 +609,29 @@ static void run_queries(const char *prefix, bool unseen_only) {
         print_stats(key, &s);
         printf("%s_ITEMS=%zu\n%s_PER_S=%.0f\n", key, items, key, qps);
     }
+}
+
+/* ---- Quiet store ------------------------------------------------------------- */
+
+/* Wait (at most max_s) until RocksDB has no flush or compaction running or
+ * pending: the state a server reaches when writes pause, and the state
+ * PostgreSQL is measured in (after its load and VACUUM). Looks inside the
+ * RocksDB backend, as tests/unit/test_rocks.c does. Seconds waited; 0 on
+ * another backend. */
+static double quiesce(double max_s) {
+    if (strcmp(hr_store_kind(store), "rocksdb") != 0) return 0;
+    rocks_store *rs = (rocks_store *)store;
+    double t0 = now_s();
+    while (now_s() - t0 < max_s) {
+        uint64_t busy = 0, v;
+        if (rocksdb_property_int(rs->db, "rocksdb.num-running-compactions", &v) == 0) busy += v;
+        if (rocksdb_property_int(rs->db, "rocksdb.num-running-flushes", &v) == 0) busy += v;
+        for (int cf = 0; cf < CF_COUNT_; cf++)
+            if (rocksdb_property_int_cf(rs->db, rs->cf[cf], "rocksdb.compaction-pending", &v) == 0) busy += v;
+        if (busy == 0) break;
+        usleep(200000);
+    }
+    return now_s() - t0;
 }
 
 /* ---- Export ----------------------------------------------------------------- */
@@ -681,7 +723,7 @@ static size_t export_ratings(int64_t *score_sum, size_t *heavy_n) {
 static void usage(void) {
     fprintf(stderr, "usage: stories_load --store URI [--scale F] [--threads N] [--seed N] [--zipf S]\n"
                     "                    [--calls N] [--duration S] [--out DIR] [--query-secs S]\n"
-                    "                    [--queries-only]\n");
+                    "                    [--queries-only] [--upserts-only] [--only KEY]\n");
     exit(2);
 }
 
@@ -690,6 +732,10 @@ int main(int argc, char **argv) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--queries-only") == 0) {
             opt.queries_only = true;
+            continue;
+        }
+        if (strcmp(a, "--upserts-only") == 0) {
+            opt.upserts_only = true;
             continue;
         }
         if (v == NULL) usage();
@@ -702,6 +748,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--duration") == 0) opt.duration = atof(v);
         else if (strcmp(a, "--out") == 0) opt.out = v;
         else if (strcmp(a, "--query-secs") == 0) opt.query_secs = atof(v);
+        else if (strcmp(a, "--only") == 0) opt.only = v;
         else usage();
         i++;
     }
@@ -752,6 +799,18 @@ int main(int argc, char **argv) {
 
     phase p;
     if (opt.queries_only) goto queries;
+    if (opt.upserts_only) { /* the ids the load gave the stories: the hashes of their URLs */
+        hr_buf canon = HR_BUF_INIT;
+        char url[128];
+        for (size_t i = 0; i < n_stories; i++) {
+            hr_buf_clear(&canon);
+            if (hr_url_canonical(hr_slice_of(url, make_url(i, url, sizeof url)), &canon, &err) != HR_OK)
+                die("url %zu: %s", i, err.msg);
+            snprintf(ids[i], sizeof ids[i], "%016" PRIx64, hr_url_hash(hr_buf_slice(&canon)));
+        }
+        hr_buf_free(&canon);
+        goto upserts;
+    }
 
     /* 1. Stories. */
     phase_start(&p, "stories", n_stories);
@@ -791,8 +850,10 @@ int main(int argc, char **argv) {
         workers[t].n_lat = 0;
     }
     phase_start(&p, "ratings", n_ratings);
+    double cpu0 = cpu_s();
     run_workers(put_ratings, &p, n_ratings, 10);
     secs = phase_end(&p, n_ratings);
+    printf("LOAD_UPSERT_CPU_US=%.1f\n", (cpu_s() - cpu0) * 1e6 / (double)n_ratings);
     {
         size_t n = 0;
         for (int t = 0; t < opt.threads; t++)
@@ -811,6 +872,7 @@ int main(int argc, char **argv) {
     }
 
     /* 4. Steady-state upserts on the loaded store. */
+upserts:
     if (opt.duration > 0) {
         phase_start(&p, "upserts (timed)", 0);
         double until = now_s() + opt.duration;
@@ -824,8 +886,10 @@ int main(int argc, char **argv) {
             }
         }
         opcount c0 = ops_now();
+        double tcpu0 = cpu_s();
         run_workers(put_timed, &p, 0, 5);
         secs = now_s() - p.t0;
+        double cpu = cpu_s() - tcpu0;
         opcount c1 = ops_now();
         size_t done = 0, n = 0;
         for (int t = 0; t < opt.threads; t++) {
@@ -840,18 +904,23 @@ int main(int argc, char **argv) {
         }
         stats s = summarise(all, n);
         free(all);
-        fprintf(stderr, "stories_load: upserts (timed): %zu in %.1f s, %.0f/s, p50 %.3f ms, p99 %.3f ms\n", done, secs,
-                (double)done / secs, s.p50, s.p99);
-        printf("UPSERT_THREADS=%d\nUPSERT_SECS=%.1f\nUPSERT_DONE=%zu\nUPSERTS_PER_S=%.0f\n", opt.threads, secs, done,
-               (double)done / secs);
+        fprintf(stderr, "stories_load: upserts (timed): %zu in %.1f s, %.0f/s, %.1f us of CPU each, p50 %.3f ms, p99 %.3f ms\n",
+                done, secs, (double)done / secs, done ? cpu * 1e6 / (double)done : 0, s.p50, s.p99);
+        printf("UPSERT_THREADS=%d\nUPSERT_SECS=%.1f\nUPSERT_DONE=%zu\nUPSERTS_PER_S=%.0f\nUPSERT_CPU_US=%.1f\n",
+               opt.threads, secs, done, (double)done / secs, done ? cpu * 1e6 / (double)done : 0);
         print_ops("UPSERT", &c0, &c1, done);
         print_stats("UPSERT", &s);
     }
     for (int t = 0; t < opt.threads; t++)
         free(workers[t].lat);
 
-    /* 5. Queries. */
-queries:
+    if (opt.upserts_only) goto done;
+
+    /* 5. Queries, on a quiet store (see quiesce). */
+queries:;
+    double quiet = quiesce(600);
+    fprintf(stderr, "stories_load: waited %.1f s for RocksDB's flushes and compactions before the queries\n", quiet);
+    printf("QUIESCE_SECS=%.1f\n", quiet);
     run_queries("", false);
 
     /* 6. Export. */
@@ -901,9 +970,11 @@ queries:
         ratings = hr_ratings_new(store, stories);
         fprintf(stderr, "stories_load: store closed in %.1f s, reopened in %.1f s\n", t1 - t0, now_s() - t1);
         printf("CLOSE_SECS=%.1f\nREOPEN_SECS=%.1f\n", t1 - t0, now_s() - t1);
+        printf("REOPEN_QUIESCE_SECS=%.1f\n", quiesce(600));
         run_queries("REOPENED_", true);
     }
 
+done:;
     double t0 = now_s();
     hr_ratings_free(ratings);
     hr_stories_free(stories);

@@ -154,7 +154,7 @@ static int parse_serve_args(int argc, char **argv, hr_config *cfg) {
             for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
                 if (strcmp(a, valued[k].flag) == 0) setting = valued[k].setting;
             if (setting == NULL)
-                return fprintf(stderr, "herald serve: unknown option '%s' (see herald --help)\n", a), EXIT_USAGE;
+                return fprintf(stderr, "herald: unknown option '%s' (see herald --help)\n", a), EXIT_USAGE;
             if (i + 1 >= argc) return fprintf(stderr, "herald: %s needs a value\n", a), EXIT_USAGE;
             rc = hr_config_set(cfg, setting, argv[++i], &err);
         }
@@ -330,6 +330,10 @@ static int load(int argc, char **argv) {
         if (end == v || *end != '\0' || d < 0 || d > 1e9) {
             free(rest);
             return fprintf(stderr, "herald load: %s needs a number\n", a), EXIT_USAGE;
+        }
+        if (strcmp(a, "--users") == 0 && d < 2) {
+            free(rest);
+            return fprintf(stderr, "herald load: --users must be at least 2\n"), EXIT_USAGE;
         }
         if (strcmp(a, "--users") == 0) lo.users = (uint64_t)d;
         else if (strcmp(a, "--activities") == 0) lo.activities = d;

@@ -4,28 +4,51 @@
  *
  *   store_micro URI tombstones   top-20 descending read of a 5 000-member
  *                                sorted set: fresh, after 200 K score changes
- *                                (Zipf-like), and after close and reopen
+ *                                (Zipf-like), and after close and reopen; on
+ *                                RocksDB the set moves into memory after
+ *                                5 000 changes (src/store/rocks_zmem.c)
+ *   store_micro URI tombstones-disk   the same with the set kept on disk
+ *                                (RocksDB: a memory budget too small for it),
+ *                                as every set was before rocks_zmem.c
  *   store_micro URI pset         hr_pset_test of 10 000 members against sets
  *                                of 10 000 and 100 000 members, and the same
  *                                question as 10 000 hr_zscore in one batch
+ *   store_micro URI fanout [N [T]]
+ *                                fan-out: N time-list entries (default
+ *                                4 500 000) written with hr_tladd in batches
+ *                                of 1 000 by T threads (default 1); each
+ *                                activity goes to 450 different lists out of
+ *                                100 000 ("{u:N}:tl"), 20-byte members, an
+ *                                expiry on every entry; prints entries/s
+ *   store_micro URI zfanout [N [T]]
+ *                                the same entries as hr_zadd (on Redis: one
+ *                                pipelined ZADD each, the reference the
+ *                                RocksDB time lists are measured against)
+ *   store_micro URI kv           the cost of one point write and one point
+ *                                read of a missing key, in batches of 16
+ *                                (1 M random 40-byte keys): what every
+ *                                sub-key of a batch pays
  *
  * Keys are prefixed with a random tag, so runs on a shared cluster do not
  * collide; RocksDB runs want a fresh directory. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "common/clock.h"
 #include "store/store.h"
 
 static const char *uri;
+static hr_store_options opts;
 static hr_store *S;
 static char tag[32];
 
 static void open_store(void) {
     hr_err err = {0};
-    if (hr_store_open(uri, NULL, &S, &err) != HR_OK) {
+    if (hr_store_open(uri, &opts, &S, &err) != HR_OK) {
         fprintf(stderr, "store_micro: %s\n", err.msg);
         exit(1);
     }
@@ -72,6 +95,7 @@ static void tombstones(void) {
     }
     printf("fresh ranking of 5000: top-20 read %.1f us\n", top20_us());
     srand(1);
+    uint64_t t0 = hr_mono_ns();
     for (int i = 0; i < 200000; i++) { /* popular members get most of the votes */
         int k = (int)(5000.0 / (1 + rand() % 5000)) - 1;
         hr_batch_reset(b);
@@ -79,6 +103,7 @@ static void tombstones(void) {
         hr_zincr(b, key("rank"), 1, hr_slice_str(m));
         run(b);
     }
+    printf("200K score changes (one hr_zincr a batch): %.2f us each\n", (double)(hr_mono_ns() - t0) / 1e3 / 200000);
     printf("after 200K score changes: top-20 read %.1f us\n", top20_us());
     hr_batch_free(b);
     hr_store_close(S);
@@ -160,16 +185,149 @@ static void pset(void) {
     printf("%d zscore in one batch vs a 10000-member zset: %.3f us/member\n", Q, best);
 }
 
+/* Fan-out ------------------------------------------------------------------- */
+
+enum { USERS = 100000, FOLLOWERS = 450, BATCH = 1000, STRIDE = 211 /* prime, coprime to USERS */ };
+
+typedef struct fan {
+    long from, to; /* entries [from, to) of the run */
+    bool zset;     /* hr_zadd instead of hr_tladd */
+    double cpu_s;  /* out: this writer thread's CPU time */
+} fan;
+
+/* Entry e of the run: activity e / 450, sent to its actor's e % 450-th
+ * follower; followers of one activity are 450 different users. */
+static char run_id[8];
+
+static void *fan_run(void *arg) {
+    fan *f = arg;
+    hr_batch *b = hr_batch_new();
+    char k[40], m[24];
+    int64_t t0 = INT64_C(1700000000000), expire = hr_now_ms() + INT64_C(30) * 86400 * 1000;
+    for (long e = f->from; e < f->to;) {
+        hr_batch_reset(b);
+        for (int n = 0; n < BATCH && e < f->to; n++, e++) {
+            long act = e / FOLLOWERS, actor = (act * 7919) % USERS;
+            long user = (actor + 1 + (e % FOLLOWERS) * STRIDE) % USERS;
+            snprintf(k, sizeof k, "{u:%ld}:tl%s", user, run_id); /* run_id: runs on a shared cluster differ */
+            snprintf(m, sizeof m, "a:%018ld", act); /* 20 bytes, as an activity id */
+            if (f->zset)
+                hr_zadd(b, hr_slice_str(k), (double)(t0 + act), hr_slice_of(m, 20));
+            else
+                hr_tladd(b, hr_slice_str(k), t0 + act, hr_slice_of(m, 20), expire);
+        }
+        run(b);
+        for (size_t i = 0; i < hr_batch_len(b); i++)
+            if (hr_batch_result(b, i)->rc != HR_OK) {
+                fprintf(stderr, "store_micro: entry failed: %s\n", hr_errname(hr_batch_result(b, i)->rc));
+                exit(1);
+            }
+    }
+    hr_batch_free(b);
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    f->cpu_s = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return NULL;
+}
+
+static double cpu_s(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+           (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static void fanout(long entries, int threads, bool zset) {
+    fan f[16];
+    pthread_t t[16];
+    snprintf(run_id, sizeof run_id, ".%04x", (unsigned)(hr_mono_ns() & 0xffff));
+    uint64_t t0 = hr_mono_ns();
+    double c0 = cpu_s();
+    for (int i = 0; i < threads; i++) {
+        f[i] = (fan){entries * i / threads, entries * (i + 1) / threads, zset, 0};
+        pthread_create(&t[i], NULL, fan_run, &f[i]);
+    }
+    for (int i = 0; i < threads; i++)
+        pthread_join(t[i], NULL);
+    double s = (double)(hr_mono_ns() - t0) / 1e9, cpu = cpu_s() - c0, writers = 0;
+    for (int i = 0; i < threads; i++)
+        writers += f[i].cpu_s;
+    printf("%s %s: %ld entries, %d thread(s), batches of %d: %.2f s, %.0f entries/s "
+           "(CPU per entry: %.2f us in the writer threads, %.2f us in the whole process)\n",
+           hr_store_kind(S), zset ? "zadd" : "tladd", entries, threads, BATCH, s, (double)entries / s,
+           writers * 1e6 / (double)entries, cpu * 1e6 / (double)entries);
+}
+
+/* Point writes and reads of small values in batches of 16, as a rating
+ * upsert's sub-keys are: 1 M puts of random 40-byte keys, then 200 K gets
+ * (half present): microseconds per put and per get, and the same gets again
+ * after close and reopen (from SST files instead of the memtables). */
+static void kv(void) {
+    enum { PUTS = 1000000, GETS = 200000, B = 16 };
+    hr_batch *b = hr_batch_new();
+    char k[96];
+    uint64_t t0 = hr_mono_ns();
+    for (int i = 0; i < PUTS;) {
+        hr_batch_reset(b);
+        for (int j = 0; j < B; j++, i++) {
+            uint64_t r = rnd();
+            snprintf(k, sizeof k, "{%s}:kv:%016llx:%016llx", tag, (unsigned long long)(r % PUTS),
+                     (unsigned long long)r);
+            hr_put(b, hr_slice_str(k), hr_slice_of("12345678", 8), 0);
+        }
+        run(b);
+    }
+    printf("kv: %.2f us per put (%d, batches of %d)\n", (double)(hr_mono_ns() - t0) / 1e3 / PUTS, PUTS, B);
+    for (int pass = 0; pass < 2; pass++) {
+        t0 = hr_mono_ns();
+        for (int i = 0; i < GETS;) {
+            hr_batch_reset(b);
+            for (int j = 0; j < B; j++, i++) {
+                uint64_t r = rnd();
+                snprintf(k, sizeof k, "{%s}:kv:%016llx:%016llx", tag, (unsigned long long)(r % PUTS),
+                         (unsigned long long)r);
+                hr_get(b, hr_slice_str(k));
+            }
+            run(b);
+        }
+        printf("kv: %.2f us per get (missing keys)%s\n", (double)(hr_mono_ns() - t0) / 1e3 / GETS,
+               pass ? " after reopen" : "");
+        if (pass == 0) {
+            hr_store_close(S);
+            open_store();
+        }
+    }
+    hr_batch_free(b);
+}
+
 int main(int argc, char **argv) {
-    if (argc != 3 || (strcmp(argv[2], "tombstones") != 0 && strcmp(argv[2], "pset") != 0)) {
-        fprintf(stderr, "usage: store_micro URI tombstones|pset\n");
+    bool fan_mode = argc >= 3 && (strcmp(argv[2], "fanout") == 0 || strcmp(argv[2], "zfanout") == 0);
+    bool one_word = argc == 3 && (strcmp(argv[2], "tombstones") == 0 || strcmp(argv[2], "tombstones-disk") == 0 ||
+                                  strcmp(argv[2], "pset") == 0 || strcmp(argv[2], "kv") == 0);
+    if (!one_word && !(fan_mode && argc <= 5)) {
+        fprintf(stderr, "usage: store_micro URI tombstones|tombstones-disk|pset|kv\n"
+                        "       store_micro URI fanout|zfanout [ENTRIES [THREADS]]\n");
         return 2;
     }
+    if (strcmp(argv[2], "tombstones-disk") == 0) opts.zset_memory_bytes = 1; /* nothing fits */
     uri = argv[1];
     snprintf(tag, sizeof tag, "micro-%lx", (unsigned long)time(NULL) ^ (unsigned long)hr_mono_ns());
     open_store();
-    if (strcmp(argv[2], "tombstones") == 0) tombstones();
-    else pset();
+    if (fan_mode) {
+        long n = argc > 3 ? atol(argv[3]) : 4500000;
+        int threads = argc > 4 ? atoi(argv[4]) : 1;
+        if (n < 1 || threads < 1 || threads > 16) {
+            fprintf(stderr, "store_micro: ENTRIES >= 1, THREADS 1..16\n");
+            return 2;
+        }
+        fanout(n, threads, argv[2][0] == 'z');
+    } else if (strncmp(argv[2], "tombstones", 10) == 0) {
+        tombstones();
+    } else if (strcmp(argv[2], "kv") == 0) {
+        kv();
+    } else {
+        pset();
+    }
     hr_store_close(S);
     return 0;
 }

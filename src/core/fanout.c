@@ -185,14 +185,19 @@ static void throttle(const job_run *r) {
 /* Per-member work of a paged phase: add ops for one follower / member. */
 typedef void (*member_fn)(job_run *r, hr_batch *b, hr_slice member, hr_buf *k);
 
-/* Now and then (1 in 64 entries, spread by member and activity) a timeline
- * is trimmed to timeline_max: Stream-Framework's probabilistic trim. Reads
- * never show more than timeline_max entries either way. */
+/* Now and then (1 in 1024 entries, spread by member and activity) a
+ * timeline is trimmed to timeline_max: Stream-Framework's probabilistic
+ * trim. A trim scans the timeline's newest timeline_max entries, so its
+ * rate sets the fan-out's cost: at 1 in 64 the scans cost 16 times the
+ * writes; at 1 in 1024 they cost about as much as the writes, and a busy
+ * timeline holds up to about timeline_max + 1024 entries between trims.
+ * Reads never show more than timeline_max either way, and entries past
+ * timeline_ttl are dropped by compaction (RocksDB) or the trim. */
 static bool trim_now(hr_slice member, const char *id) {
     uint32_t h = 2166136261u;
     for (size_t i = 0; i < member.len; i++) h = (h ^ (uint8_t)member.ptr[i]) * 16777619u;
     for (size_t i = 0; i < HR_ACTIVITY_ID_LEN; i++) h = (h ^ (uint8_t)id[i]) * 16777619u;
-    return (h & 63) == 0;
+    return (h & 1023) == 0;
 }
 
 static void add_to_timeline(job_run *r, hr_batch *b, hr_slice member, hr_buf *k) {

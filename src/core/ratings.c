@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -10,15 +11,17 @@
 #include "common/alloc.h"
 #include "common/buf.h"
 
-#define LOCK_STRIPES 256 /* a power of two */
-#define ID_MAX 128       /* identifiers (API.md) */
-#define WINDOW_MIN 64    /* unseen: the first window at least */
-#define WINDOW_MAX 10000 /* the store's largest range read */
+#define LOCK_STRIPES 256  /* a power of two */
+#define ID_MAX 128        /* identifiers (API.md) */
+#define WINDOW_MIN 64     /* unseen: the first window at least */
+#define WINDOW_MAX 10000  /* the store's largest range read */
+#define SET_TEST_MIN 1024 /* unseen: candidates a first test of a seen set waits for */
 
 struct hr_ratings {
     hr_store *store;
     hr_stories *stories;
-    const char *ns; /* the stories' */
+    const char *ns;  /* the stories' */
+    size_t seen_min; /* ratings from which a subject has a packed seen set */
     pthread_mutex_t locks[LOCK_STRIPES];
 };
 
@@ -27,9 +30,14 @@ hr_ratings *hr_ratings_new(hr_store *store, hr_stories *stories) {
     r->store = store;
     r->stories = stories;
     r->ns = hr_stories_ns(stories);
+    r->seen_min = HR_SEEN_SET_MIN;
     for (size_t i = 0; i < LOCK_STRIPES; i++)
         pthread_mutex_init(&r->locks[i], NULL);
     return r;
+}
+
+void hr_ratings_set_seen_min(hr_ratings *r, size_t n) {
+    r->seen_min = n ? n : 1;
 }
 
 void hr_ratings_free(hr_ratings *r) {
@@ -64,8 +72,45 @@ static hr_slice subject_key(hr_buf *k, const hr_ratings *r, hr_slice s) {
 static hr_slice object_key(hr_buf *k, const hr_ratings *r, hr_slice o) {
     return key(k, r, "ro/", o, none);
 }
-static hr_slice all_key(hr_buf *k, const hr_ratings *r) {
-    return key(k, r, "ratings/all", none, none);
+/* Shard `shard` of the index of all ratings (see ratings.h). */
+static hr_slice all_key(hr_buf *k, const hr_ratings *r, unsigned shard) {
+    char part[8];
+    snprintf(part, sizeof part, "%02x", shard);
+    return key(k, r, "ratings/all/", hr_slice_str(part), none);
+}
+
+/* The shard of the rating (s, o). */
+static unsigned all_shard(hr_slice s, hr_slice o) {
+    return (unsigned)((XXH3_64bits(s.ptr, s.len) * 31 + XXH3_64bits(o.ptr, o.len)) % HR_RATINGS_ALL_SHARDS);
+}
+/* The subject's packed seen set, in the subject's hash slot. */
+static hr_slice seen_key(hr_buf *k, const hr_ratings *r, hr_slice s) {
+    key(k, r, "rs/", s, none);
+    hr_buf_append_str(k, "seen");
+    return hr_buf_slice(k);
+}
+
+/* Hex digit values, 16 for anything that is not a lower-case hex digit. */
+static const uint8_t hexval[256] = {
+    ['0'] = 1, ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
+    ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
+}; /* value + 1, so that 0 means "not a digit" */
+
+/* A story id (16 hex digits) as the 64-bit member of a seen set. False for
+ * anything else (a ranking holds only story ids). Runs once per candidate
+ * of an unseen window: a table lookup a digit, one test at the end. */
+static bool id_u64(hr_slice id, uint64_t *out) {
+    if (id.len != HR_STORY_ID_LEN) return false;
+    const unsigned char *p = (const unsigned char *)id.ptr;
+    uint64_t v = 0;
+    unsigned bad = 0;
+    for (size_t i = 0; i < HR_STORY_ID_LEN; i++) {
+        unsigned d = hexval[p[i]];
+        bad |= d == 0;
+        v = v << 4 | (uint64_t)((d - 1) & 15);
+    }
+    *out = v;
+    return !bad;
 }
 
 /* "S/O", the member of {ratings/all}. */
@@ -135,9 +180,11 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
     pthread_mutex_t *lock = lock_of(r, subject, object);
     pthread_mutex_lock(lock);
 
-    /* Round trip 1: the stored rating (in the subject's index), and the
-     * story (it must exist; its time is the hot score's). */
+    /* Round trip 1: the stored rating (in the subject's index) and how many
+     * the subject has, and the story (it must exist; its time is the hot
+     * score's). */
     size_t old_op = hr_zscore(b, subject_key(&k, r, subject), object);
+    size_t card_op = hr_zcard(b, subject_key(&k, r, subject));
     size_t st_op = hr_stories_fill_ops(r->stories, b, object);
     rc = hr_store_exec(r->store, b, 0, err);
     if (rc == HR_OK) rc = hr_stories_fill_result(b, st_op, object, a, &story, err);
@@ -157,6 +204,11 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
     int64_t delta = had ? score - old.score : score;
     bool apply = rc == HR_OK && !(had && time_ms < old.time_ms);
     int64_t sum = story.score;
+    /* A new rating of a subject with many goes into its seen set too (see
+     * hr_ratings_unseen). */
+    uint64_t id64;
+    bool to_seen =
+        apply && !had && (size_t)hr_batch_result(b, card_op)->num + 1 >= r->seen_min && id_u64(object, &id64);
 
     /* Round trip 2: the three indexes, and the story's sum (one atomic
      * WriteBatch on RocksDB; one pipeline on Redis Cluster). */
@@ -165,7 +217,8 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
         double st = stamp(score, time_ms);
         hr_zadd(b, subject_key(&k, r, subject), st, object);
         hr_zadd(b, object_key(&k, r, object), st, subject);
-        hr_zadd(b, all_key(&k, r), st, pair(&m, subject, object));
+        hr_zadd(b, all_key(&k, r, all_shard(subject, object)), st, pair(&m, subject, object));
+        if (to_seen) hr_pset_add(b, seen_key(&k, r, subject), id64, 0);
         size_t vote = delta ? hr_stories_vote_op(r->stories, b, object, delta) : 0;
         rc = hr_store_exec(r->store, b, 0, err);
         for (size_t i = 0; rc == HR_OK && i < hr_batch_len(b); i++)
@@ -232,8 +285,56 @@ static int stamp_spec(const hr_list_req *req, size_t max_member, hr_arena *a, hr
     return rc;
 }
 
+/* The descending order of the lists: stamp, then member. */
+static int desc_cmp(const hr_zentry *x, const hr_zentry *y) {
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    return -hr_slice_cmp(x->member, y->member);
+}
+
+/* Entries each shard's range reads for a page of `limit`: twice its share,
+ * and a few more (hashing spreads ratings evenly over the shards). */
+static size_t shard_window(size_t limit) {
+    return 2 * limit / HR_RATINGS_ALL_SHARDS + 4;
+}
+
+/* A page of at most `limit` entries, in descending order, from the ranges of
+ * every shard (ops 0..HR_RATINGS_ALL_SHARDS-1 of b, each descending from the
+ * page's cursor): a merge of sorted lists. A shard whose window ran out (its
+ * range says `more`) may hold unread entries after its last one read, so the
+ * page stops there: it is exact, possibly shorter than `limit`, and the
+ * cursor goes on from its last entry. */
+static int merge_shards(const hr_batch *b, size_t limit, hr_arena *a, hr_result *out, hr_err *err) {
+    memset(out, 0, sizeof *out);
+    const hr_result *sh[HR_RATINGS_ALL_SHARDS];
+    size_t at[HR_RATINGS_ALL_SHARDS] = {0}, total = 0;
+    const hr_zentry *stop = NULL; /* the earliest last entry of a shard cut short */
+    for (unsigned i = 0; i < HR_RATINGS_ALL_SHARDS; i++) {
+        sh[i] = hr_batch_result(b, i);
+        if (sh[i]->rc != HR_OK) return op_error(sh[i], err, "ratings");
+        total += sh[i]->n_entries;
+        if (sh[i]->more && sh[i]->n_entries) {
+            const hr_zentry *last = &sh[i]->entries[sh[i]->n_entries - 1];
+            if (stop == NULL || desc_cmp(last, stop) < 0) stop = last;
+            out->more = true;
+        }
+    }
+    out->entries = hr_arena_alloc(a, (limit ? limit : 1) * sizeof *out->entries);
+    while (out->n_entries < limit) {
+        int best = -1;
+        for (unsigned i = 0; i < HR_RATINGS_ALL_SHARDS; i++)
+            if (at[i] < sh[i]->n_entries &&
+                (best < 0 || desc_cmp(&sh[i]->entries[at[i]], &sh[best]->entries[at[best]]) < 0))
+                best = (int)i;
+        if (best < 0 || (stop && desc_cmp(&sh[best]->entries[at[best]], stop) > 0)) break;
+        out->entries[out->n_entries++] = sh[best]->entries[at[best]++];
+    }
+    if (total > out->n_entries) out->more = true;
+    return HR_OK;
+}
+
 /* One page of an index in one round trip: a range read (with, for
- * BY_OBJECT, a check that the story exists); the stamps are the ratings. */
+ * BY_OBJECT, a check that the story exists; for BY_ALL, one per shard,
+ * merged); the stamps are the ratings. */
 static int list(hr_ratings *r, list_kind kind, hr_slice fixed, const hr_list_req *req, hr_arena *a,
                 hr_rating_page *out, hr_err *err) {
     memset(out, 0, sizeof *out);
@@ -244,14 +345,25 @@ static int list(hr_ratings *r, list_kind kind, hr_slice fixed, const hr_list_req
     if (rc != HR_OK) return rc;
     hr_buf k = HR_BUF_INIT;
     hr_batch *b = hr_batch_new();
-    hr_slice index = kind == BY_SUBJECT  ? subject_key(&k, r, fixed)
-                     : kind == BY_OBJECT ? object_key(&k, r, fixed)
-                                         : all_key(&k, r);
-    size_t op = hr_zrange(b, index, &spec);
+    /* BY_ALL: the same range of every shard (ops 0..SHARDS-1), merged. */
+    size_t op = 0;
+    if (kind == BY_ALL) {
+        hr_zrange_spec shard = spec;
+        shard.limit = shard_window(spec.limit);
+        for (unsigned i = 0; i < HR_RATINGS_ALL_SHARDS; i++)
+            hr_zrange(b, all_key(&k, r, i), &shard);
+    } else {
+        op = hr_zrange(b, kind == BY_SUBJECT ? subject_key(&k, r, fixed) : object_key(&k, r, fixed), &spec);
+    }
     size_t st = kind == BY_OBJECT ? hr_stories_fill_ops(r->stories, b, fixed) : 0;
     rc = hr_store_exec(r->store, b, 0, err);
     const hr_result *res = rc == HR_OK ? hr_batch_result(b, op) : NULL;
     if (res && res->rc != HR_OK) rc = op_error(res, err, "ratings");
+    hr_result merged;
+    if (rc == HR_OK && kind == BY_ALL) {
+        rc = merge_shards(b, req->limit, a, &merged, err);
+        res = &merged;
+    }
     if (rc == HR_OK && kind == BY_OBJECT) {
         hr_story story;
         rc = hr_stories_fill_result(b, st, fixed, a, &story, err);
@@ -414,6 +526,42 @@ int hr_ratings_top_rated(hr_ratings *r, hr_slice subject, const hr_list_req *req
     return rc;
 }
 
+/* Make subject's seen set hold every story it has rated: add them all
+ * (idempotent, so concurrent upserts and repairs do no harm). Pages of the
+ * subject's ratings, one batch of adds each. */
+static int seen_rebuild(hr_ratings *r, hr_slice subject, hr_arena *a, hr_err *err) {
+    hr_buf k = HR_BUF_INIT, sk = HR_BUF_INIT;
+    subject_key(&k, r, subject);
+    seen_key(&sk, r, subject);
+    hr_batch *b = hr_batch_new(), *ab = hr_batch_new();
+    hr_zrange_spec spec = hr_zrange_all(false, WINDOW_MAX);
+    int rc = HR_OK;
+    for (;;) {
+        hr_batch_reset(b);
+        hr_batch_reset(ab);
+        size_t op = hr_zrange(b, hr_buf_slice(&k), &spec);
+        rc = hr_store_exec(r->store, b, 0, err);
+        const hr_result *res = rc == HR_OK ? hr_batch_result(b, op) : NULL;
+        if (res && res->rc != HR_OK) rc = op_error(res, err, "ratings");
+        if (rc != HR_OK || res->n_entries == 0) break;
+        for (size_t i = 0; i < res->n_entries; i++) {
+            uint64_t id;
+            if (id_u64(res->entries[i].member, &id)) hr_pset_add(ab, hr_buf_slice(&sk), id, 0);
+        }
+        if (hr_batch_len(ab)) rc = hr_store_exec(r->store, ab, 0, err);
+        if (rc != HR_OK || !res->more) break;
+        const hr_zentry *last = &res->entries[res->n_entries - 1];
+        spec.has_cursor = true;
+        spec.cursor_score = last->score;
+        spec.cursor_member = hr_arena_copy(a, last->member); /* b is reset next */
+    }
+    hr_batch_free(ab);
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    hr_buf_free(&sk);
+    return rc;
+}
+
 int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const hr_list_req *req, hr_arena *a,
                       hr_story_page *out, hr_err *err) {
     memset(out, 0, sizeof *out);
@@ -424,57 +572,116 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
     if (rc != HR_OK) return rc;
     spec.min = -INFINITY; /* since does not apply: every story is a candidate */
 
-    hr_buf rank = HR_BUF_INIT, seen = HR_BUF_INIT;
+    hr_buf rank = HR_BUF_INIT, rated = HR_BUF_INIT, seen = HR_BUF_INIT;
     hr_stories_rank_key(r->stories, kind, &rank);
-    subject_key(&seen, r, subject);
+    subject_key(&rated, r, subject);
+    seen_key(&seen, r, subject);
     ranked *found = hr_arena_alloc(a, req->limit * sizeof *found);
     size_t n_found = 0, scanned = 0;
     size_t window = 2 * req->limit > WINDOW_MIN ? 2 * req->limit : WINDOW_MIN;
-    hr_batch *b = hr_batch_new(), *sb = hr_batch_new();
+    bool use_set = false; /* test against the seen set, not the ratings */
+    /* Candidates read and not tested yet (entries of the window batches,
+     * which live until the end). */
+    const hr_zentry **cand = NULL;
+    size_t n_cand = 0, cap_cand = 0;
+    hr_batch **windows = NULL;
+    size_t n_windows = 0;
+    hr_batch *sb = hr_batch_new();
 
-    for (;;) {
-        hr_batch_reset(b);
-        hr_batch_reset(sb);
+    for (int round = 0;; round++) {
+        hr_batch *b = hr_batch_new();
+        windows = hr_xrealloc(windows, (n_windows + 1) * sizeof *windows);
+        windows[n_windows++] = b;
         spec.limit = window < WINDOW_MAX ? window : WINDOW_MAX;
         if (spec.limit > HR_UNSEEN_SCAN - scanned) spec.limit = HR_UNSEEN_SCAN - scanned;
         size_t op = hr_zrange(b, hr_buf_slice(&rank), &spec);
+        /* With the first window: how many the subject has rated, and how
+         * many its seen set holds. */
+        size_t card_op = round == 0 ? hr_zcard(b, hr_buf_slice(&rated)) : 0;
+        size_t pcard_op = round == 0 ? hr_pset_card(b, hr_buf_slice(&seen)) : 0;
         rc = hr_store_exec(r->store, b, 0, err);
         const hr_result *res = rc == HR_OK ? hr_batch_result(b, op) : NULL;
         if (res && res->rc != HR_OK) rc = op_error(res, err, "ranking");
-        if (rc != HR_OK || res->n_entries == 0) break;
-
-        /* One batch of membership tests against the seen set. */
-        for (size_t i = 0; i < res->n_entries; i++)
-            hr_zscore(sb, hr_buf_slice(&seen), res->entries[i].member); /* op i */
-        rc = hr_store_exec(r->store, sb, 0, err);
-        bool full = false;
-        for (size_t i = 0; rc == HR_OK && i < res->n_entries && !full; i++) {
-            const hr_result *z = hr_batch_result(sb, i);
-            const hr_zentry *e = &res->entries[i];
-            if (z->rc == HR_OK) continue; /* seen */
-            if (z->rc != HR_ENOTFOUND)
-                rc = op_error(z, err, "seen set");
-            else if (id_like(e->member)) {
-                found[n_found] = (ranked){.score = e->score};
-                memcpy(found[n_found].id, e->member.ptr, HR_STORY_ID_LEN);
-                found[n_found].id[HR_STORY_ID_LEN] = '\0';
-                full = ++n_found == req->limit;
-                if (full && (i + 1 < res->n_entries || res->more))
-                    out->next_cursor = hr_list_cursor(a, e->score, e->member);
-            }
+        if (rc == HR_OK && round == 0) {
+            int64_t n_rated = hr_batch_result(b, card_op)->num, n_set = hr_batch_result(b, pcard_op)->num;
+            use_set = (size_t)n_rated >= r->seen_min;
+            /* The set holds only stories the subject rated, so equal counts
+             * mean equal sets; fewer: the ratings from before the subject
+             * reached seen_min (or an upsert that raced with that moment). */
+            if (use_set && n_set < n_rated) rc = seen_rebuild(r, subject, a, err);
         }
-        if (rc != HR_OK || full) break;
-        const hr_zentry *last = &res->entries[res->n_entries - 1];
+        if (rc != HR_OK) break;
+        if (n_cand + res->n_entries > cap_cand) {
+            cap_cand = 2 * (n_cand + res->n_entries);
+            cand = hr_xrealloc(cand, cap_cand * sizeof *cand);
+        }
+        for (size_t i = 0; i < res->n_entries; i++)
+            cand[n_cand++] = &res->entries[i];
         scanned += res->n_entries;
-        if (!res->more) break;
+        const hr_zentry *last = res->n_entries ? &res->entries[res->n_entries - 1] : NULL;
+        bool more = res->more && scanned < HR_UNSEEN_SCAN;
+        if (last) {
+            spec.has_cursor = true;
+            spec.cursor_score = last->score;
+            spec.cursor_member = last->member; /* hr_zrange copies it */
+        }
+        /* A test of the seen set reads all its chunks however few members
+         * it tests (a subject with that many ratings has seen much of the
+         * top), so test a first window only together with a bigger one. */
+        if (use_set && more && n_cand < SET_TEST_MIN) {
+            window = SET_TEST_MIN;
+            continue;
+        }
+        if (n_cand == 0) break;
+
+        /* One batch of membership tests: the seen set (one read of its
+         * packed chunks), or the subject's ratings (a point read each). */
+        hr_batch_reset(sb);
+        if (use_set) {
+            uint64_t *ids = hr_arena_alloc(a, n_cand * sizeof *ids);
+            for (size_t i = 0; i < n_cand; i++)
+                if (!id_u64(cand[i]->member, &ids[i])) ids[i] = 0;
+            hr_pset_test(sb, hr_buf_slice(&seen), ids, n_cand);
+        } else {
+            for (size_t i = 0; i < n_cand; i++)
+                hr_zscore(sb, hr_buf_slice(&rated), cand[i]->member); /* op i */
+        }
+        rc = hr_store_exec(r->store, sb, 0, err);
+        const hr_result *tested = rc == HR_OK && use_set ? hr_batch_result(sb, 0) : NULL;
+        if (tested && tested->rc != HR_OK) rc = op_error(tested, err, "seen set");
+        bool full = false;
+        for (size_t i = 0; rc == HR_OK && i < n_cand && !full; i++) {
+            const hr_zentry *e = cand[i];
+            bool is_seen;
+            if (use_set) {
+                is_seen = tested->value.ptr[i] != 0;
+            } else {
+                const hr_result *z = hr_batch_result(sb, i);
+                if (z->rc != HR_OK && z->rc != HR_ENOTFOUND) rc = op_error(z, err, "ratings");
+                is_seen = z->rc == HR_OK;
+            }
+            if (rc != HR_OK || is_seen || !id_like(e->member)) continue;
+            found[n_found] = (ranked){.score = e->score};
+            memcpy(found[n_found].id, e->member.ptr, HR_STORY_ID_LEN);
+            found[n_found].id[HR_STORY_ID_LEN] = '\0';
+            full = ++n_found == req->limit;
+            if (full && (i + 1 < n_cand || res->more))
+                out->next_cursor = hr_list_cursor(a, e->score, e->member);
+        }
+        n_cand = 0;
+        if (rc != HR_OK || full || !res->more) break;
         if (scanned >= HR_UNSEEN_SCAN) { /* answered short; the cursor goes on */
             out->next_cursor = hr_list_cursor(a, last->score, last->member);
             break;
         }
-        spec.has_cursor = true;
-        spec.cursor_score = last->score;
-        spec.cursor_member = hr_arena_copy(a, last->member); /* b is reset next */
-        window *= 4;
+        /* The next window: twice what the unseen rate so far says the rest
+         * of the page needs, at most four times the last one (a first
+         * window with nothing unseen says little about the rate, and every
+         * entry read costs: its copy, its test). */
+        double rate = (double)(n_found + 1) / (double)(scanned + 1);
+        double want = 2.0 * (double)(req->limit - n_found) / rate;
+        size_t cap = 4 * window < WINDOW_MAX ? 4 * window : WINDOW_MAX;
+        window = want < (double)window ? window : want > (double)cap ? cap : (size_t)want;
     }
     if (rc == HR_OK) {
         const char *cursor = out->next_cursor;
@@ -482,8 +689,12 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
         out->next_cursor = cursor;
     }
     hr_batch_free(sb);
-    hr_batch_free(b);
+    for (size_t i = 0; i < n_windows; i++)
+        hr_batch_free(windows[i]);
+    free(windows);
+    free(cand);
     hr_buf_free(&rank);
+    hr_buf_free(&rated);
     hr_buf_free(&seen);
     return rc;
 }

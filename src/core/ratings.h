@@ -25,8 +25,18 @@
  *   {NSrs/S}          zset   member O: the subject's ratings newest first,
  *                            the rating itself (GET, upsert), AND the
  *                            subject's seen set (any rating, 0 included)
+ *   {NSrs/S}seen      pset   the same stories as 64-bit ids (a story id is
+ *                            16 hex digits), kept once the subject has
+ *                            HR_SEEN_SET_MIN ratings: what unseen tests
+ *                            candidates against (below)
  *   {NSro/O}          zset   member S: the story's ratings
- *   {NSratings/all}   zset   member "S/O": all ratings by date
+ *   {NSratings/all/XX} zset  member "S/O": all ratings by date, in
+ *                            HR_RATINGS_ALL_SHARDS shards (XX = 00..0f, by a
+ *                            hash of S/O); a page reads the same range of
+ *                            every shard (twice its share of the page) in
+ *                            one batch and merges them, and stops early
+ *                            where a shard's window ran out (the cursor goes
+ *                            on from there)
  *
  * Every entry's score is a stamp, time_ms * 4 + (score + 1): ordered by
  * time first, so a range by stamp is a range by date, and the rating is in
@@ -37,11 +47,12 @@
  * upsert and a round trip per list.
  *
  * Each index holds one entry per (subject, object), at the latest rating's
- * stamp. {ratings/all} is one key: on Redis Cluster it is one hot key on one
- * node, as the seed's rating_by_date table was one partition. To shard it
- * later, key it by day ({ratings/all/2024-05-01}) and walk days backwards
- * from the cursor's day; a rating that moves to a new time is removed from
- * its old day (the stamp read by the upsert says which).
+ * stamp. All ratings by date are sharded because every upsert writes that
+ * index: as one key it was one lock every upsert took on RocksDB (held
+ * through the commit, so upserts ran one at a time there) and one hot key
+ * on one Redis Cluster node, as the seed's rating_by_date table was one
+ * partition. Shards by date would not help (every new rating is today's);
+ * shards by hash spread both, and cost a read of each shard per page.
  *
  * Concurrency. The story's sum is changed by hr_zincr (atomic), so votes
  * of different subjects never lose one, in one process or many. An upsert
@@ -68,24 +79,35 @@
  *   get          1
  *   by_subject   1: a range read
  *   by_object    1 (the range read and the story's existence together)
- *   all          1
+ *   all          1 (a range read of each shard)
  *   top_rated    3: the subject's ratings since a date (the most recent
  *                HR_TOP_RATED_SCAN of them), one batch of their stories'
  *                sums, sorted in memory; then the page's stories
  *   unseen       2 per window + 1: a window of the ranking (descending
- *                from the cursor), one batch of membership tests against
- *                the subject's seen set; windows start at max(2*limit, 64)
- *                entries and grow x4 (up to 10,000) until `limit` unseen
- *                stories are found; then one multi-get of the page's
- *                stories. Entries read: O(limit + stories the subject has
- *                seen among those ranked above the page), never every
- *                story. A member who has seen 10,000 stories spread over
- *                a larger ranking costs one or two windows (~0.5 ms); one
- *                who has seen exactly the top 10,000 costs five windows and
- *                20,000 entry reads, bound by the store's per-entry cost
- *                (~80 ms on both backends today; see the note at
- *                HR_UNSEEN_SCAN). At most HR_UNSEEN_SCAN entries per call:
- *                past it the page is answered short, with a cursor. */
+ *                from the cursor), one batch of membership tests; windows
+ *                start at max(2*limit, 64) entries, and each next one is
+ *                twice what the unseen rate seen so far says the rest of
+ *                the page needs (at most 4x the last, up to 10,000), until
+ *                `limit` unseen stories are found; then one multi-get of
+ *                the page's stories. The membership test of a subject with
+ *                fewer than HR_SEEN_SET_MIN ratings is a point read of its
+ *                ratings per candidate (few candidates: such a subject has
+ *                seen little of the top); past that, one hr_pset_test of
+ *                the candidates against {rs/S}seen. That test reads every
+ *                chunk of the set (~30 for 10,000 ratings) however few
+ *                candidates it has, so the first window is tested only
+ *                together with a second of 1,024: a member who has seen
+ *                most of the top costs 2 range reads, 1 test, 1 multi-get
+ *                (~0.2 ms at scale 0.2, BENCHMARKS.md). An upsert adds
+ *                a new rating to that set once the subject has
+ *                HR_SEEN_SET_MIN ratings; unseen fills it with the older
+ *                ones the first time it finds it smaller than the ratings
+ *                (equal counts mean equal sets: it only ever holds rated
+ *                stories, and ratings are never deleted). Entries read:
+ *                O(limit + stories the subject has seen among those ranked
+ *                above the page), never every story. At most HR_UNSEEN_SCAN
+ *                entries per call: past it the page is answered short,
+ *                with a cursor. */
 #ifndef HR_RATINGS_H
 #define HR_RATINGS_H
 
@@ -100,11 +122,17 @@
 #include "store/store.h"
 
 #define HR_TOP_RATED_SCAN 10000 /* a subject's most recent ratings top_rated ranks */
-/* Ranking entries one unseen call reads at most. A bound on latency: both
- * backends read about 2-3 us per sorted-set entry (range or point read,
- * measured here), so 20,000 is some 50 ms; a member who has seen more of
- * the top than that gets a short page and a cursor to go on. */
+#define HR_RATINGS_ALL_SHARDS 16 /* shards of the all-ratings index */
+/* Ranking entries one unseen call reads at most. A bound on latency: a
+ * candidate costs ~0.1 us in a ranking kept in memory with a seen set, up
+ * to ~3 us read from disk and tested by point reads, so 20,000 is 2-60 ms;
+ * a member who has seen more of the top than that gets a short page and a
+ * cursor to go on. */
 #define HR_UNSEEN_SCAN 20000
+/* Ratings from which a subject's seen stories are also kept as a packed set
+ * (an upsert then rewrites one of its chunks, a few KiB; below it the point
+ * reads are cheaper). */
+#define HR_SEEN_SET_MIN 1000
 
 /* A rating as read; slices point into the arena the call was given. */
 typedef struct hr_rating {
@@ -125,6 +153,9 @@ typedef struct hr_ratings hr_ratings;
  * outlive them), in the stories' namespace. */
 hr_ratings *hr_ratings_new(hr_store *store, hr_stories *stories);
 void hr_ratings_free(hr_ratings *r);
+/* For tests: the number of ratings from which a subject has a seen set
+ * (HR_SEEN_SET_MIN by default). */
+void hr_ratings_set_seen_min(hr_ratings *r, size_t n);
 
 /* subject and object are identifiers (the API layer checks); object must be
  * a story (HR_ENOTFOUND otherwise). */

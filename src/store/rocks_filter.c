@@ -13,6 +13,8 @@
  *                          version (Kvrocks' SubKeyFilter does the same);
  *   "sketch"               also the bucket sketches of a live counter that
  *                          stopped counting (bucket i dies at (i+1) W + ttl);
+ *   "zindex"               also the index keys of a sorted set whose order
+ *                          moved into memory (rocks_zmem.c).
  *   "timelists"            entries expired for more than GRACE_MS (their
  *                          value is their expire_at; no metadata to read).
  *
@@ -148,6 +150,8 @@ static unsigned char sub_filter_run(void *state, int level, const char *key, siz
         return 1; /* no record, or not a collection */
     if (!meta_alive(m, f->now - GRACE_MS)) return 1;
     if (m->version != version) return 1;
+    if (f->fac->cf == CF_ZINDEX && m->type == T_ZSET && (m->zflags & ZF_MEM))
+        return 1; /* a set whose order moved into memory (rocks_zmem.c) */
     if (f->fac->cf == CF_SKETCH && m->type == T_DISTINCT && m->mode == D_SKETCH && rest.len == 9 &&
         rest.ptr[0] == SKETCH_BUCKET && m->width > 0) {
         int64_t bucket = (int64_t)load_u64(rest.ptr + 1);

@@ -11,6 +11,7 @@
  *   rocks_tl.c        time lists (their own column family)
  *   rocks_queue.c     durable work queues (their own column family; leases
  *                     in memory)
+ *   rocks_zmem.c      sorted sets whose order is kept in memory (rankings)
  *   rocks_filter.c    the compaction filters and the HLL merge operator
  *
  * Ownership, unless a declaration says otherwise: pointer and slice
@@ -24,6 +25,7 @@
 #include <pthread.h>
 #include <rocksdb/c.h>
 #include <stdatomic.h>
+#include <xxhash.h>
 
 #include "common/arena.h"
 #include "common/buf.h"
@@ -43,6 +45,14 @@ enum {
 /* Stripes of the read-modify-write locks (see rocks.c). A power of two. */
 #define ROCKS_STRIPES 1024u
 
+typedef struct zreg zreg;     /* the sorted sets kept in memory (rocks_zmem.c) */
+typedef struct mcache mcache; /* recently used metadata records (rocks_view.c) */
+
+/* The stripe of a key. */
+static inline uint32_t rocks_stripe(hr_slice key) {
+    return (uint32_t)(XXH3_64bits(key.ptr, key.len) & (ROCKS_STRIPES - 1));
+}
+
 typedef struct rocks_store {
     hr_store super; /* first: the dispatcher casts hr_store * to this */
     rocksdb_t *db;
@@ -54,6 +64,8 @@ typedef struct rocks_store {
     /* True between the end of open and the start of close: only then may the
      * compaction filters read metadata through db. */
     atomic_bool filters_may_read;
+    zreg *zreg;
+    mcache *mcache;
     pthread_mutex_t stripes[ROCKS_STRIPES];
     struct rqueues *queues; /* the queues' in-memory state (rocks_queue.c) */
 } rocks_store;
@@ -72,6 +84,7 @@ typedef struct rmeta {
     int64_t counter;   /* T_COUNTER */
     uint64_t version;  /* T_ZSET, T_DISTINCT, T_PSET: the version in every sub-key */
     uint64_t size;     /* T_ZSET: members; T_DISTINCT exact, T_PSET: members stored (live + not yet pruned) */
+    uint8_t zflags;    /* T_ZSET: ZF_* */
     uint8_t mode;      /* T_DISTINCT: dmode */
     int64_t ttl;       /* T_DISTINCT: the ttl_ms of the last add (the compaction filter uses it) */
     int64_t width;     /* T_DISTINCT sketch: bucket width W in ms */
@@ -82,6 +95,10 @@ typedef struct rmeta {
     uint64_t forever;  /* T_PSET: members that never expire (expire_at 0) */
     uint8_t bits;      /* T_PSET: the set has 2^bits chunks (0..PSET_MAX_BITS) */
 } rmeta;
+
+/* T_ZSET flags. ZF_MEM: the set's order lives in memory (rocks_zmem.c), not
+ * in "zindex". */
+#define ZF_MEM 1
 
 /* A packed set has at most 2^PSET_MAX_BITS chunks (rocks_pset.c). */
 #define PSET_MAX_BITS 16
@@ -120,6 +137,22 @@ uint64_t load_u64(const void *p);
 /* One batch being executed (rocks.c, rocks_view.c)                          */
 
 typedef struct vent vent; /* a view entry, private to rocks_view.c */
+typedef struct zent zent; /* a sorted set kept in memory (rocks_zmem.c) */
+
+/* A change to a set kept in memory, applied after the commit. */
+typedef struct zstage {
+    zent *e;
+    hr_slice member; /* in x->mem */
+    bool removed;
+    uint64_t enc;
+} zstage;
+
+/* Score changes of members of a set on disk, counted toward moving it into
+ * memory. */
+typedef struct zmoves {
+    hr_slice key; /* in x->mem */
+    uint64_t version, size, moves;
+} zmoves;
 
 typedef struct rx {
     rocks_store *s;
@@ -135,8 +168,10 @@ typedef struct rx {
     const rocksdb_snapshot_t *snap; /* every read of the DB is from this snapshot */
     rocksdb_readoptions_t *ropts;   /* with snap */
     bool dirty;                     /* wb holds something */
-    hr_arena mem;                   /* scratch, freed at the end of the batch */
-    vent *tab;                      /* the view: (cf, key) -> what the batch knows */
+    const uint32_t *stripes;        /* the stripes the batch holds, ascending */
+    size_t nstripes;
+    hr_arena mem; /* scratch, freed at the end of the batch */
+    vent *tab;    /* the view: (cf, key) -> what the batch knows */
     size_t tab_cap, tab_len;
     /* Packed-set chunks the batch changed (keys in mem, repeats allowed):
      * their decoded forms (rx_aux) are written once each, by pset_flush. */
@@ -144,8 +179,21 @@ typedef struct rx {
     size_t pset_ndirty, pset_dirty_cap;
     hr_buf tlkey;      /* scratch for time-list keys (rocks_tl.c) */
     struct qbatch *qb; /* the queue changes to apply after the commit (rocks_queue.c) */
+    /* Sets kept in memory (rocks_zmem.c): the entries the batch holds, its
+     * staged changes, and moves of sets on disk. malloc'd; zmem_end frees. */
+    zent **zheld;
+    bool *zfresh; /* zheld[i] was created by this batch, for a new set */
+    size_t nzheld, zheld_cap;
+    zstage *zst;
+    size_t nzst, zst_cap;
+    zmoves *zmoves;
+    size_t nzmoves, zmoves_cap;
 } rx;
 
+/* What the batch itself knows of (cf, key), without reading the DB: true
+ * when it wrote the key (or read it before), with *found and *val as rx_get
+ * answers them. */
+bool rx_known(rx *x, int cf, hr_slice key, hr_slice *val, bool *found);
 /* Read key of cf as the batch sees it: its own earlier writes, else a value
  * prefetched or read now from the snapshot. On success *found says whether
  * the key exists and *val (valid until the batch ends) is its value. Returns
@@ -195,10 +243,45 @@ static inline hr_slice rx_iter_key(rx_iter *ri) {
     return hr_slice_of(k, n);
 }
 
+/* An array of *cap elements of `size` bytes in arena a, n of them used,
+ * made ready for one more: arr itself while there is room, else a copy in
+ * a block twice as large (at least `first` elements, at most `max` when max
+ * is not 0), *cap updated. The old block stays in the arena. */
+static inline void *arena_grow(hr_arena *a, void *arr, size_t n, size_t *cap, size_t size, size_t first,
+                               size_t max) {
+    if (n < *cap) return arr;
+    size_t c = *cap ? *cap * 2 : first;
+    if (max && c > max) c = max;
+    void *grown = hr_arena_alloc(a, c * size);
+    if (n) memcpy(grown, arr, n * size);
+    *cap = c;
+    return grown;
+}
+
 /* Copy a RocksDB error into x->err, free it, return HR_EIO. */
 int rx_fail(rx *x, char *errptr);
 /* Free the view. */
 void rx_view_free(rx *x);
+
+/* The metadata cache. Metadata records are read by nearly every op, and a
+ * few keys (a ranking, an index of everything) by every batch of a kind, so
+ * the view may take a record from a small direct-mapped cache of recent ones
+ * instead of reading it: when the batch holds the key's stripe lock (no other
+ * batch can have changed it since it was cached: every write of a metadata
+ * record goes through rx_put / rx_del and reaches the cache at commit, under
+ * that lock), or when the record is a sorted set kept in memory (read at its
+ * latest state anyway, store.h). */
+mcache *mcache_new(void);
+void mcache_free(mcache *c);
+/* Record key's metadata (found: raw, else none) as committed. Callers hold
+ * its stripe lock. */
+void mcache_set(mcache *c, hr_slice key, bool found, hr_slice raw);
+/* Put key's cached metadata into the view when the rules above allow it;
+ * true if it did (rocks.c's prefetch, before its MultiGet). */
+bool rx_meta_from_cache(rx *x, hr_slice key);
+/* After a successful commit: cache the metadata the batch wrote, and what it
+ * read of keys it holds the stripe of. */
+void rx_meta_commit(rx *x);
 
 /* Load the metadata of key through the view (m->type T_NONE when missing). A
  * corrupt record is an HR_EIO. */
@@ -332,6 +415,36 @@ void queue_plan(rx *x, const hr_op *op, rplan *p);
 void queue_finish(rx *x, bool committed);
 /* A job's key (exposed for the tests). */
 void queue_job_key(hr_buf *out, hr_slice queue, uint64_t seq);
+/* Sorted sets kept in memory (rocks_zmem.c)                                 */
+
+zreg *zreg_new(const hr_store_options *opts);
+void zreg_free(zreg *r);
+/* The in-memory order of the set (key, m->version) (m: its metadata, with
+ * ZF_MEM), built from its member records when the process has not built it
+ * yet; held by the batch until zmem_end. fresh: the batch is creating the
+ * set (nothing to read). *out is NULL when the set no longer exists at that
+ * version (a reader's snapshot older than the set). 0 or HR_EIO. */
+int zmem_acquire(rx *x, hr_slice key, const rmeta *m, bool fresh, zent **out);
+/* Reads of the committed state, each under the set's read lock. */
+size_t zent_len(zent *e);
+bool zent_score(zent *e, hr_slice member, uint64_t *enc);
+/* Visit members in (score, member) order from the first at or after (enc,
+ * member) (reverse: the last at or before it), until visit returns false. */
+void zent_walk(zent *e, bool reverse, uint64_t enc, hr_slice member, zs_visit visit, void *ctx);
+/* Stage a change (member copied), applied by zmem_commit. */
+void zmem_stage(rx *x, zent *e, hr_slice member, bool removed, uint64_t enc);
+/* Count moves (score changes) of a set on disk, toward moving it in. */
+void zmem_moved(rx *x, hr_slice key, const rmeta *m, uint64_t moves);
+/* Whether every sorted set lives in memory from its creation (tests). */
+bool zmem_all(const rx *x);
+/* After a successful commit, with the batch's locks held: apply the staged
+ * changes, forget sets the batch deleted or replaced, move in sets that
+ * qualified. */
+void zmem_commit(rx *x);
+/* After a failed commit: forget the sets the batch created. */
+void zmem_abort(rx *x);
+/* At the end of every batch: release what the batch held. */
+void zmem_end(rx *x);
 
 /* ------------------------------------------------------------------------ */
 /* Compaction filters and the merge operator (rocks_filter.c)                */

@@ -16,6 +16,7 @@
  * Results are allocated in the batch's arena (x->b->arena).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store/rocks_internal.h"
@@ -235,13 +236,223 @@ bool zs_collect(void *ctx, uint64_t enc, hr_slice member) {
     return true;
 }
 
+/* Sorted sets kept in memory (rocks_zmem.c) ------------------------------------
+ *
+ * Their member records are read and written as any set's (the batch's view
+ * sees its own writes), but never the "zindex" column family: the order is
+ * the in-memory one, plus the changes this batch staged (zmem_stage), which
+ * zmem_commit applies after the commit. */
+
+/* The member's score: this batch's own change to it, else the set's. */
+static int zm_member(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool *found, uint64_t *enc) {
+    hr_buf k = HR_BUF_INIT;
+    member_key(&k, key, m->version, member);
+    hr_slice v;
+    bool known = rx_known(x, CF_SUB, hr_buf_slice(&k), &v, found);
+    hr_buf_free(&k);
+    if (known) {
+        if (*found && v.len != 8) return hr_err_set(x->err, HR_EIO, "rocksdb: corrupt member record");
+        *enc = *found ? load_u64(v.ptr) : 0;
+        return 0;
+    }
+    zent *e;
+    int rc = zmem_acquire(x, key, m, false, &e);
+    if (rc) return rc;
+    *found = e != NULL && zent_score(e, member, enc);
+    return 0;
+}
+
+static int zm_write(rx *x, hr_slice key, const rmeta *m, hr_slice member, uint64_t enc, bool fresh) {
+    zent *e;
+    int rc = zmem_acquire(x, key, m, fresh, &e);
+    if (rc) return rc;
+    if (e == NULL) return hr_err_set(x->err, HR_EINTERNAL, "rocksdb: a set being written is gone");
+    hr_buf k = HR_BUF_INIT;
+    member_key(&k, key, m->version, member);
+    unsigned char v[8];
+    hr_store_u64be(v, enc);
+    rx_put(x, CF_SUB, hr_buf_slice(&k), hr_slice_of((const char *)v, 8));
+    hr_buf_free(&k);
+    zmem_stage(x, e, member, false, enc);
+    return 0;
+}
+
+static int zm_remove(rx *x, hr_slice key, const rmeta *m, hr_slice member) {
+    zent *e;
+    int rc = zmem_acquire(x, key, m, false, &e);
+    if (rc) return rc;
+    if (e == NULL) return hr_err_set(x->err, HR_EINTERNAL, "rocksdb: a set being written is gone");
+    hr_buf k = HR_BUF_INIT;
+    member_key(&k, key, m->version, member);
+    rx_del(x, CF_SUB, hr_buf_slice(&k));
+    hr_buf_free(&k);
+    zmem_stage(x, e, member, true, 0);
+    return 0;
+}
+
+/* An entry of the batch's own changes, for the merge below. */
+typedef struct zov {
+    uint64_t enc;
+    hr_slice member;
+} zov;
+
+/* A walk over a set in memory: zs_scan's bounds, cursor and visitor, and the
+ * batch's staged changes merged in. */
+typedef struct zmwalk {
+    rx *x;
+    hr_slice key;
+    uint64_t version;
+    bool reverse;
+    uint64_t emin, emax;
+    const hr_slice *after;
+    zs_visit visit;
+    void *ctx;
+    bool stopped;
+    zov *ov; /* the batch's members with their final scores, in walk order */
+    size_t nov, iov;
+    hr_buf k;
+} zmwalk;
+
+/* (enc, member) against an encoded "enc | member" position. */
+static int pos_cmp(uint64_t enc, hr_slice member, hr_slice pos) {
+    uint64_t penc = load_u64(pos.ptr);
+    if (enc != penc) return enc < penc ? -1 : 1;
+    return hr_slice_cmp(member, hr_slice_of(pos.ptr + 8, pos.len - 8));
+}
+
+static int ov_cmp(const void *a, const void *b) {
+    const zov *x = a, *y = b;
+    if (x->enc != y->enc) return x->enc < y->enc ? -1 : 1;
+    return hr_slice_cmp(x->member, y->member);
+}
+
+/* Apply zs_scan's rules to one entry; false once the walk must stop. */
+static bool zm_emit(zmwalk *w, uint64_t enc, hr_slice member) {
+    if (w->reverse ? enc < w->emin : enc > w->emax) return false;
+    if (w->reverse ? enc > w->emax : enc < w->emin) return true;
+    if (w->after) {
+        int c = pos_cmp(enc, member, *w->after);
+        if (w->reverse ? c >= 0 : c <= 0) return true;
+    }
+    return w->visit(w->ctx, enc, member);
+}
+
+/* Whether the batch staged a change of member (then its place in memory is stale). */
+static bool zm_staged(zmwalk *w, hr_slice member) {
+    hr_buf_clear(&w->k);
+    member_key(&w->k, w->key, w->version, member);
+    hr_slice v;
+    bool found;
+    return rx_known(w->x, CF_SUB, hr_buf_slice(&w->k), &v, &found);
+}
+
+static bool zm_visit(void *ctx, uint64_t enc, hr_slice member) {
+    zmwalk *w = ctx;
+    if (w->ov) {
+        if (zm_staged(w, member)) return true;
+        for (; w->iov < w->nov; w->iov++) { /* the batch's entries that come first */
+            const zov *o = &w->ov[w->iov];
+            int c = o->enc != enc ? (o->enc < enc ? -1 : 1) : hr_slice_cmp(o->member, member);
+            if (w->reverse ? c < 0 : c > 0) break;
+            if (!zm_emit(w, o->enc, o->member)) return !(w->stopped = true);
+        }
+    }
+    if (!zm_emit(w, enc, member)) return !(w->stopped = true);
+    return true;
+}
+
+static int zm_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, double max,
+                   const hr_slice *after, zs_visit visit, void *ctx) {
+    if (min > max) return 0;
+    zent *e;
+    int rc = zmem_acquire(x, key, m, false, &e);
+    if (rc || e == NULL) return rc;
+    zmwalk w = {.x = x,
+                .key = key,
+                .version = m->version,
+                .reverse = reverse,
+                .emin = score_encode(min),
+                .emax = score_encode(max),
+                .after = after,
+                .visit = visit,
+                .ctx = ctx,
+                .k = HR_BUF_INIT};
+    /* The batch's own changes to this set, each member once, at its final
+     * score; with any, the walk skips the members they moved or removed. */
+    bool mine = false;
+    for (size_t i = 0; i < x->nzst; i++) {
+        if (x->zst[i].e != e) continue;
+        mine = true;
+        hr_slice member = x->zst[i].member;
+        bool dup = false;
+        for (size_t j = 0; j < w.nov && !dup; j++)
+            dup = hr_slice_eq(w.ov[j].member, member);
+        hr_slice v;
+        bool found;
+        if (dup || !zm_staged(&w, member) || !rx_known(x, CF_SUB, hr_buf_slice(&w.k), &v, &found) || !found ||
+            v.len != 8)
+            continue;
+        if (w.ov == NULL) w.ov = hr_arena_alloc(&x->mem, x->nzst * sizeof *w.ov);
+        w.ov[w.nov++] = (zov){load_u64(v.ptr), member};
+    }
+    if (mine && w.ov == NULL) w.ov = hr_arena_alloc(&x->mem, sizeof *w.ov); /* removals only */
+    if (w.nov) {
+        qsort(w.ov, w.nov, sizeof *w.ov, ov_cmp);
+        if (reverse)
+            for (size_t i = 0; i < w.nov / 2; i++) {
+                zov t = w.ov[i];
+                w.ov[i] = w.ov[w.nov - 1 - i];
+                w.ov[w.nov - 1 - i] = t;
+            }
+    }
+    /* Start as zs_scan does: the later of (min, "") and the cursor forward,
+     * the earlier of (max's successor, "") and the cursor backward. */
+    uint64_t start = reverse ? w.emax + 1 : w.emin;
+    hr_slice smember = hr_slice_of("", 0);
+    if (after && (reverse ? pos_cmp(start, smember, *after) > 0 : pos_cmp(start, smember, *after) < 0)) {
+        start = load_u64(after->ptr);
+        smember = hr_slice_of(after->ptr + 8, after->len - 8);
+    }
+    zent_walk(e, reverse, start, smember, zm_visit, &w);
+    for (; !w.stopped && w.iov < w.nov; w.iov++)
+        if (!zm_emit(&w, w.ov[w.iov].enc, w.ov[w.iov].member)) break;
+    hr_buf_free(&w.k);
+    return 0;
+}
+
+/* Dispatch: the set's order on disk or in memory. ---------------------------- */
+
+static int zget(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool *found, uint64_t *enc) {
+    if (m->zflags & ZF_MEM) return zm_member(x, key, m, member, found, enc);
+    return zs_member(x, key, m->version, member, found, enc);
+}
+
+static int zput(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool had_old, uint64_t old_enc,
+                uint64_t enc, bool fresh) {
+    if (m->zflags & ZF_MEM) return had_old && old_enc == enc ? 0 : zm_write(x, key, m, member, enc, fresh);
+    zs_write(x, key, m->version, member, had_old, old_enc, enc);
+    return 0;
+}
+
+static int zdel(rx *x, hr_slice key, const rmeta *m, hr_slice member, uint64_t enc) {
+    if (m->zflags & ZF_MEM) return zm_remove(x, key, m, member);
+    zs_remove(x, key, m->version, member, enc);
+    return 0;
+}
+
+static int zscan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, double max,
+                 const hr_slice *after, zs_visit visit, void *ctx) {
+    if (m->zflags & ZF_MEM) return zm_scan(x, key, m, reverse, min, max, after, visit, ctx);
+    return zs_scan(x, key, m->version, reverse, min, max, after, visit, ctx);
+}
+
 int zs_remove_range(rx *x, hr_slice key, rmeta *m, bool reverse, double min, double max, size_t limit,
                     uint64_t *removed) {
     zcollect c = {.mem = &x->mem, .max = limit};
-    int rc = zs_scan(x, key, m->version, reverse, min, max, NULL, zs_collect, &c);
+    int rc = zscan(x, key, m, reverse, min, max, NULL, zs_collect, &c);
+    for (size_t i = 0; rc == 0 && i < c.n; i++)
+        rc = zdel(x, key, m, c.members[i], c.encs[i]);
     if (rc) return rc;
-    for (size_t i = 0; i < c.n; i++)
-        zs_remove(x, key, m->version, c.members[i], c.encs[i]);
     m->size -= c.n;
     *removed = c.n;
     return 0;
@@ -282,11 +493,14 @@ static int zset_write_score(rx *x, hr_op *op, bool increment) {
         memset(&m, 0, sizeof m);
         m.type = T_ZSET;
         m.version = rx_new_version(x);
+        if (zmem_all(x)) m.zflags = ZF_MEM;
     }
-    if (m.size > 0 && (rc = zs_member(x, op->key, m.version, op->member, &found, &old))) return rc;
+    if (m.size > 0 && (rc = zget(x, op->key, &m, op->member, &found, &old))) return rc;
     double score = op->score;
     if (increment && found) score += score_decode(old);
-    zs_write(x, op->key, m.version, op->member, found, old, score_encode(score));
+    uint64_t enc = score_encode(score);
+    if ((rc = zput(x, op->key, &m, op->member, found, old, enc, !exists))) return rc;
+    if (found && old != enc && !(m.zflags & ZF_MEM)) zmem_moved(x, op->key, &m, 1);
     if (!found) {
         m.size++;
         rx_put_meta(x, op->key, &m);
@@ -305,9 +519,9 @@ int op_zrem(rx *x, hr_op *op) {
     uint64_t enc = 0;
     int rc = load_zset(x, op, &m, &exists);
     if (rc) return rc < 0 ? rc : 0;
-    if (exists && (rc = zs_member(x, op->key, m.version, op->member, &found, &enc))) return rc;
+    if (exists && (rc = zget(x, op->key, &m, op->member, &found, &enc))) return rc;
     if (found) {
-        zs_remove(x, op->key, m.version, op->member, enc);
+        if ((rc = zdel(x, op->key, &m, op->member, enc))) return rc;
         m.size--;
         put_or_delete(x, op->key, &m);
     }
@@ -321,7 +535,7 @@ int op_zscore(rx *x, hr_op *op) {
     uint64_t enc = 0;
     int rc = load_zset(x, op, &m, &exists);
     if (rc) return rc < 0 ? rc : 0;
-    if (exists && (rc = zs_member(x, op->key, m.version, op->member, &found, &enc))) return rc;
+    if (exists && (rc = zget(x, op->key, &m, op->member, &found, &enc))) return rc;
     if (found)
         op->result.score = score_decode(enc);
     else
@@ -368,8 +582,15 @@ int op_zrange(rx *x, hr_op *op) {
     bool exists;
     int rc = load_zset(x, op, &m, &exists);
     if (rc) return rc < 0 ? rc : 0;
-    if (!exists || sp->offset >= m.size) return 0;
-    size_t cap = sp->limit < m.size ? sp->limit : (size_t)m.size;
+    if (!exists) return 0;
+    uint64_t size = m.size;
+    if (m.zflags & ZF_MEM) { /* read at its latest state, which may have grown since the snapshot */
+        zent *e;
+        if ((rc = zmem_acquire(x, op->key, &m, false, &e))) return rc;
+        if (e && zent_len(e) > size) size = zent_len(e);
+    }
+    if (sp->offset >= size) return 0;
+    size_t cap = sp->limit < size ? sp->limit : (size_t)size;
     op->result.entries = hr_arena_alloc(&x->b->arena, cap * sizeof(hr_zentry));
     zpage p = {.arena = &x->b->arena, .skip = sp->offset, .limit = sp->limit, .cap = cap, .res = &op->result};
     hr_buf cursor = HR_BUF_INIT;
@@ -379,8 +600,7 @@ int op_zrange(rx *x, hr_op *op) {
         hr_buf_append_slice(&cursor, sp->cursor_member);
         after = hr_buf_slice(&cursor);
     }
-    rc = zs_scan(x, op->key, m.version, sp->reverse, sp->min, sp->max, sp->has_cursor ? &after : NULL, page,
-                 &p);
+    rc = zscan(x, op->key, &m, sp->reverse, sp->min, sp->max, sp->has_cursor ? &after : NULL, page, &p);
     hr_buf_free(&cursor);
     return rc;
 }

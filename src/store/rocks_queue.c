@@ -255,12 +255,7 @@ static int queue_for(rx *x, const hr_op *op, rqueue **qo, qpend **po) {
     }
     pthread_mutex_unlock(&qs->mu);
     if (rc) return rc;
-    if (qb->n == qb->cap) {
-        qb->cap = qb->cap ? qb->cap * 2 : 4;
-        qpend *p = hr_arena_calloc(&x->mem, qb->cap * sizeof *p);
-        if (qb->n) memcpy(p, qb->p, qb->n * sizeof *p);
-        qb->p = p;
-    }
+    qb->p = arena_grow(&x->mem, qb->p, qb->n, &qb->cap, sizeof *qb->p, 4, 0);
     qpend *p = &qb->p[qb->n++];
     memset(p, 0, sizeof *p);
     p->q = q;
@@ -343,38 +338,53 @@ int op_qpush(rx *x, hr_op *op) {
     return 0;
 }
 
-/* Open an iterator over the queue's jobs from head on (the batch's own
- * writes included); *plen is the length of the queue's key prefix and *hi
- * the end bound, which the caller checks (rx_iter's bounds do not apply to
- * the batch's writes). */
-static void jobs_open(rx *x, rqueue *q, rx_iter *it, size_t *plen, hr_buf *hi) {
+/* A walk over a queue's jobs from head on, the batch's own writes included.
+ * rx_iter's bounds do not apply to those writes, so job_at checks the end
+ * bound itself. */
+typedef struct jobs {
+    rx_iter it;
+    size_t plen; /* length of the queue's key prefix */
+    hr_buf hi;   /* the end bound */
+} jobs;
+
+static void jobs_open(rx *x, rqueue *q, jobs *j) {
     hr_buf lo = HR_BUF_INIT;
     hr_slice name = hr_slice_of(q->name, q->len);
     pthread_mutex_lock(&x->s->queues->mu);
     uint64_t head = q->head;
     pthread_mutex_unlock(&x->s->queues->mu);
     qprefix(&lo, name);
-    *plen = lo.len;
+    j->plen = lo.len;
     hr_buf_append_u64be(&lo, head);
-    qprefix_end(hi, name);
-    rx_iter_open(x, it, CF_QUEUE, hr_buf_slice(&lo), hr_buf_slice(hi));
-    rocksdb_iter_seek(it->it, lo.data, lo.len);
+    j->hi = (hr_buf)HR_BUF_INIT;
+    qprefix_end(&j->hi, name);
+    rx_iter_open(x, &j->it, CF_QUEUE, hr_buf_slice(&lo), hr_buf_slice(&j->hi));
+    rocksdb_iter_seek(j->it.it, lo.data, lo.len);
     hr_buf_free(&lo);
 }
 
-/* The job at the iterator, if it is one of the queue's: *seq and its value. */
-static bool job_at(rx_iter *it, size_t plen, const hr_buf *hi, uint64_t *seq, hr_slice *val) {
-    for (; rocksdb_iter_valid(it->it); rocksdb_iter_next(it->it)) {
-        hr_slice k = rx_iter_key(it);
-        if (hr_slice_cmp(k, hr_buf_slice(hi)) >= 0) return false;
+/* The job at or after the walk's position, if the queue has one: *seq and
+ * its value (valid until the walk moves). */
+static bool job_at(jobs *j, uint64_t *seq, hr_slice *val) {
+    for (; rocksdb_iter_valid(j->it.it); rocksdb_iter_next(j->it.it)) {
+        hr_slice k = rx_iter_key(&j->it);
+        if (hr_slice_cmp(k, hr_buf_slice(&j->hi)) >= 0) return false;
         size_t vlen;
-        const char *v = rocksdb_iter_value(it->it, &vlen);
-        if (k.len != plen + 8 || vlen < 8) continue; /* not a job key: skip */
-        *seq = load_u64(k.ptr + plen);
+        const char *v = rocksdb_iter_value(j->it.it, &vlen);
+        if (k.len != j->plen + 8 || vlen < 8) continue; /* not a job key: skip */
+        *seq = load_u64(k.ptr + j->plen);
         *val = hr_slice_of(v, vlen);
         return true;
     }
     return false;
+}
+
+/* 0, or the iterator's error. */
+static int jobs_close(rx *x, jobs *j) {
+    int rc = rx_iter_status(x, &j->it);
+    rx_iter_close(&j->it);
+    hr_buf_free(&j->hi);
+    return rc;
 }
 
 int op_qclaim(rx *x, hr_op *op) {
@@ -385,16 +395,14 @@ int op_qclaim(rx *x, hr_op *op) {
     rqueues *qs = x->s->queues;
     hr_result *res = &op->result;
     hr_arena *out = &x->b->arena;
-    rx_iter it;
-    size_t plen;
-    hr_buf hi = HR_BUF_INIT;
-    jobs_open(x, q, &it, &plen, &hi);
+    jobs j;
+    jobs_open(x, q, &j);
     uint64_t seq;
     hr_slice val;
     bool first = true;
     size_t cap = 0;
     res->n_jobs = 0;
-    for (; res->n_jobs < op->claim_max && job_at(&it, plen, &hi, &seq, &val); rocksdb_iter_next(it.it)) {
+    for (; res->n_jobs < op->claim_max && job_at(&j, &seq, &val); rocksdb_iter_next(j.it.it)) {
         if (first) { /* this batch's view: no job below seq */
             p->has_head = true;
             p->head = seq;
@@ -404,18 +412,12 @@ int op_qclaim(rx *x, hr_op *op) {
         uint32_t d = lease_take(q, seq, x->now, x->now + op->lease_ms);
         pthread_mutex_unlock(&qs->mu);
         if (d == 0) continue; /* leased to someone, and the lease runs */
-        if (res->n_jobs == cap) {
-            cap = cap ? cap * 2 : 8;
-            if (cap > op->claim_max) cap = op->claim_max;
-            hr_job *j = hr_arena_alloc(out, cap * sizeof *j);
-            if (res->n_jobs) memcpy(j, res->jobs, res->n_jobs * sizeof *j);
-            res->jobs = j;
-        }
-        hr_job *j = &res->jobs[res->n_jobs++];
-        j->id = id_of(out, seq);
-        j->payload = hr_arena_copy(out, hr_slice_of(val.ptr + 8, val.len - 8));
-        j->pushed_ms = (int64_t)load_u64(val.ptr);
-        j->deliveries = d;
+        res->jobs = arena_grow(out, res->jobs, res->n_jobs, &cap, sizeof *res->jobs, 8, op->claim_max);
+        hr_job *job = &res->jobs[res->n_jobs++];
+        job->id = id_of(out, seq);
+        job->payload = hr_arena_copy(out, hr_slice_of(val.ptr + 8, val.len - 8));
+        job->pushed_ms = (int64_t)load_u64(val.ptr);
+        job->deliveries = d;
     }
     if (first) { /* no job at or after head: every one is acked */
         pthread_mutex_lock(&qs->mu);
@@ -423,9 +425,7 @@ int op_qclaim(rx *x, hr_op *op) {
         p->head = q->next_seq;
         pthread_mutex_unlock(&qs->mu);
     }
-    rc = rx_iter_status(x, &it);
-    rx_iter_close(&it);
-    hr_buf_free(&hi);
+    rc = jobs_close(x, &j);
     if (res->n_jobs == 0) res->jobs = NULL;
     return rc;
 }
@@ -450,12 +450,7 @@ int op_qack(rx *x, hr_op *op) {
     }
     hr_buf_free(&k);
     if (rc == 0) { /* its lease goes, found or not */
-        if (p->n_acked == p->cap_acked) {
-            p->cap_acked = p->cap_acked ? p->cap_acked * 2 : 16;
-            uint64_t *a = hr_arena_alloc(&x->mem, p->cap_acked * sizeof *a);
-            if (p->n_acked) memcpy(a, p->acked, p->n_acked * sizeof *a);
-            p->acked = a;
-        }
+        p->acked = arena_grow(&x->mem, p->acked, p->n_acked, &p->cap_acked, sizeof *p->acked, 16, 0);
         p->acked[p->n_acked++] = seq;
     }
     return rc;
@@ -472,17 +467,12 @@ int op_qinfo(rx *x, hr_op *op) {
     op->result.num = count;
     op->result.score = 0;
     if (count <= 0) return 0;
-    rx_iter it;
-    size_t plen;
-    hr_buf hi = HR_BUF_INIT;
-    jobs_open(x, q, &it, &plen, &hi);
+    jobs j;
+    jobs_open(x, q, &j);
     uint64_t seq;
     hr_slice val;
-    if (job_at(&it, plen, &hi, &seq, &val)) op->result.score = (double)(int64_t)load_u64(val.ptr);
-    rc = rx_iter_status(x, &it);
-    rx_iter_close(&it);
-    hr_buf_free(&hi);
-    return rc;
+    if (job_at(&j, &seq, &val)) op->result.score = (double)(int64_t)load_u64(val.ptr);
+    return jobs_close(x, &j);
 }
 
 void queue_plan(rx *x, const hr_op *op, rplan *plan) {

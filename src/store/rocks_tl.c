@@ -52,8 +52,29 @@
  * the batch's clock. The compaction filter (rocks_filter.c) drops entries
  * expired for more than its grace period.
  *
- * COLUMN FAMILY OPTIONS (tl_cf_options) were chosen by measuring fan-out
- * on this machine (BENCHMARKS.md, "Time lists").
+ * COLUMN FAMILY OPTIONS (tl_cf_options), chosen by measuring fan-out with
+ * store_micro on a 2-core machine (BENCHMARKS.md, "Time lists"):
+ *
+ *   - A hashed memtable (HashLinkList, a bucket per 8-byte list hash).
+ *     With RocksDB's default skiplist memtable a fan-out add costs 4-6 us
+ *     here: it lands at a random place in a skiplist of a million entries,
+ *     some twenty cache misses of ~180 ns. In a list's bucket the newest
+ *     entry goes first: one or two misses. The price comes at flush, where
+ *     the memtable is sorted into a skiplist list by list (one random
+ *     insert per list, sequential ones after), and in that a hashed
+ *     memtable takes no concurrent inserts: allow_concurrent_memtable_write
+ *     is off for the whole DB (rocks.c; the group-commit leader inserts a
+ *     write group's batches).
+ *   - 256 MB memtables, three at most: the flush's cost per list is spread
+ *     over more entries per list. Process CPU per fan-out entry: 4.3 us
+ *     with 64 MB, 3.6 with 128 MB, 2.4-2.7 with 256 MB.
+ *   - Prefix blooms only (no whole-key filter): lists are scanned, never
+ *     looked up by key. Reads stay within their list's prefix (the bounds),
+ *     as a hashed memtable requires.
+ *   - Tried and left: unordered_write (a snapshot could see half a batch,
+ *     which store.h rules out), two writer threads on a concurrent skiplist
+ *     (8 us/entry of CPU here), pipelined writes with two writers, a hashed
+ *     skiplist memtable (5 us/entry), four times the buckets (no change).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -62,8 +83,10 @@
 #include "common/alloc.h"
 #include "store/rocks_internal.h"
 
-#define TL_WRITE_BUFFER ((size_t)64 << 20)
-#define TL_HASH_BUCKETS 1000003 /* memtable buckets (list hashes) */
+/* The memtable: see "COLUMN FAMILY OPTIONS" above. */
+#define TL_WRITE_BUFFER ((size_t)256 << 20)
+#define TL_WRITE_BUFFERS 3      /* one filling, up to two being flushed */
+#define TL_HASH_BUCKETS 1000003 /* buckets of list hashes (8 MB per memtable) */
 
 /* Key encoding ---------------------------------------------------------------- */
 
@@ -98,14 +121,18 @@ void tl_list_end(hr_buf *out, hr_slice list) {
 }
 
 void tl_member_encode(hr_buf *out, hr_slice member) {
+    /* Written in place: every fan-out entry comes through here. */
     hr_buf_reserve(out, 2 * member.len + 2);
+    unsigned char *o = (unsigned char *)out->data + out->len, *start = o;
     for (size_t i = 0; i < member.len; i++) {
         unsigned char c = (unsigned char)~(unsigned char)member.ptr[i];
-        hr_buf_append_byte(out, c);
-        if (c == 0xFF) hr_buf_append_byte(out, 0x00);
+        *o++ = c;
+        if (c == 0xFF) *o++ = 0x00;
     }
-    hr_buf_append_byte(out, 0xFF);
-    hr_buf_append_byte(out, 0xFF);
+    *o++ = 0xFF;
+    *o++ = 0xFF;
+    out->len += (size_t)(o - start);
+    out->data[out->len] = '\0';
 }
 
 /* Decode an encoded member that must fill enc exactly; the member's bytes go
@@ -225,13 +252,8 @@ int op_tlrange(rx *x, hr_op *op) {
                 res->more = true;
                 break;
             }
-            if (res->n_entries == cap) { /* grow: most reads ask for a page, a few for 10,000 */
-                cap = cap ? cap * 2 : 32;
-                if (cap > sp->limit) cap = sp->limit;
-                hr_zentry *e = hr_arena_alloc(out, cap * sizeof *e);
-                if (res->n_entries) memcpy(e, res->entries, res->n_entries * sizeof *e);
-                res->entries = e;
-            }
+            /* Grown as needed: most reads ask for a page, a few for 10,000. */
+            res->entries = arena_grow(out, res->entries, res->n_entries, &cap, sizeof *res->entries, 32, sp->limit);
             char *m = hr_arena_alloc(out, k.len + 1);
             int64_t t;
             size_t mlen;
@@ -272,12 +294,8 @@ int op_tltrim(rx *x, hr_op *op) {
             drop = time_of_inv(load_u64(k.ptr + plen)) < older;
         if (!drop) drop = live++ >= op->keep;
         if (!drop) continue;
-        if (n == cap) { /* deleted after the iterator is closed (rocks_view.c says why) */
-            cap = cap ? cap * 2 : 64;
-            hr_slice *g = hr_arena_alloc(&x->mem, cap * sizeof *g);
-            if (n) memcpy(g, gone, n * sizeof *g);
-            gone = g;
-        }
+        /* Deleted after the iterator is closed (rocks_view.c says why). */
+        gone = arena_grow(&x->mem, gone, n, &cap, sizeof *gone, 64, 0);
         gone[n++] = hr_arena_copy(&x->mem, k);
     }
     int rc = rx_iter_status(x, &it);
@@ -298,7 +316,7 @@ void tl_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache) {
     rocksdb_options_set_prefix_extractor(o, rocksdb_slicetransform_create_fixed_prefix(8));
     rocksdb_options_set_hash_link_list_rep(o, TL_HASH_BUCKETS);
     rocksdb_options_set_write_buffer_size(o, TL_WRITE_BUFFER);
-    rocksdb_options_set_max_write_buffer_number(o, 4);
+    rocksdb_options_set_max_write_buffer_number(o, TL_WRITE_BUFFERS);
     rocksdb_options_set_compaction_filter_factory(o, rocks_tl_filter_factory());
 
     rocksdb_block_based_table_options_t *t = rocksdb_block_based_options_create();

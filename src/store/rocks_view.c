@@ -31,6 +31,7 @@
  * Memory: the table, its keys and values live in x->mem, freed with the
  * batch; decoded forms are malloc'd and freed with the table.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -49,6 +50,7 @@ struct vent {
     void *aux; /* see rx_aux; malloc'd, owned by the view */
     uint8_t cf;
     uint8_t state;
+    bool written; /* by this batch */
 };
 
 static uint64_t hash_of(int cf, hr_slice key) {
@@ -121,6 +123,14 @@ int rx_fail(rx *x, char *errptr) {
     hr_err_set(x->err, HR_EIO, "rocksdb: %s", errptr ? errptr : "unknown error");
     rocksdb_free(errptr);
     return HR_EIO;
+}
+
+bool rx_known(rx *x, int cf, hr_slice key, hr_slice *val, bool *found) {
+    vent *e = lookup(x, cf, key, false);
+    if (e == NULL || (e->state != V_ABSENT && e->state != V_VALUE)) return false;
+    *found = e->state == V_VALUE;
+    *val = *found ? hr_slice_of(e->val, e->vlen) : hr_slice_of(NULL, 0);
+    return true;
 }
 
 int rx_get(rx *x, int cf, hr_slice key, hr_slice *val, bool *found) {
@@ -207,6 +217,7 @@ static vent *written(rx *x, int cf, hr_slice key) {
     vent *e = lookup(x, cf, key, true);
     free(e->aux);
     e->aux = NULL;
+    e->written = true;
     x->dirty = true;
     return e;
 }
@@ -221,6 +232,7 @@ void rx_put_aux(rx *x, int cf, hr_slice key, hr_slice val, void *aux) {
     vent *e = lookup(x, cf, key, true);
     if (e->aux != aux) free(e->aux);
     e->aux = aux;
+    e->written = true;
     x->dirty = true;
     set_value(x, e, val.ptr, val.len);
 }
@@ -254,6 +266,7 @@ void rx_merge(rx *x, int cf, hr_slice key, hr_slice operand, bool aux_updated) {
         e->aux = NULL;
     }
     e->state = V_MERGED;
+    e->written = true;
     x->dirty = true;
 }
 
@@ -289,6 +302,112 @@ void rx_iter_close(rx_iter *ri) {
     hr_buf_free(&ri->lower);
     hr_buf_free(&ri->upper);
     memset(ri, 0, sizeof *ri);
+}
+
+/* The metadata cache ---------------------------------------------------------
+ *
+ * Direct-mapped: a key lives in the slot its hash names, and a new key there
+ * evicts the old one. Slots are guarded by striped mutexes. */
+
+#define MCACHE_SLOTS 16384 /* a power of two */
+#define MCACHE_LOCKS 256
+
+typedef struct mslot {
+    uint64_t hash;
+    char *blob; /* key bytes, then value bytes; malloc'd */
+    uint32_t klen, vlen;
+    uint8_t state; /* V_EMPTY, V_ABSENT, V_VALUE */
+} mslot;
+
+struct mcache {
+    pthread_mutex_t locks[MCACHE_LOCKS];
+    mslot slots[MCACHE_SLOTS];
+};
+
+mcache *mcache_new(void) {
+    mcache *c = hr_xcalloc(1, sizeof *c);
+    for (size_t i = 0; i < MCACHE_LOCKS; i++)
+        pthread_mutex_init(&c->locks[i], NULL);
+    return c;
+}
+
+void mcache_free(mcache *c) {
+    if (c == NULL) return;
+    for (size_t i = 0; i < MCACHE_SLOTS; i++)
+        free(c->slots[i].blob);
+    for (size_t i = 0; i < MCACHE_LOCKS; i++)
+        pthread_mutex_destroy(&c->locks[i]);
+    free(c);
+}
+
+static uint64_t mcache_hash(hr_slice key) {
+    return XXH3_64bits_withSeed(key.ptr, key.len, 0x6d63);
+}
+
+void mcache_set(mcache *c, hr_slice key, bool found, hr_slice raw) {
+    uint64_t h = mcache_hash(key);
+    size_t i = h & (MCACHE_SLOTS - 1);
+    char *blob = hr_xmalloc(key.len + (found ? raw.len : 0) + 1);
+    memcpy(blob, key.ptr, key.len);
+    if (found && raw.len) memcpy(blob + key.len, raw.ptr, raw.len);
+    pthread_mutex_t *lock = &c->locks[i % MCACHE_LOCKS];
+    pthread_mutex_lock(lock);
+    mslot *sl = &c->slots[i];
+    free(sl->blob);
+    *sl = (mslot){h, blob, (uint32_t)key.len, found ? (uint32_t)raw.len : 0, found ? V_VALUE : V_ABSENT};
+    pthread_mutex_unlock(lock);
+}
+
+static bool holds_stripe(const rx *x, hr_slice key) {
+    uint32_t st = rocks_stripe(key);
+    size_t lo = 0, hi = x->nstripes;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (x->stripes[mid] < st)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < x->nstripes && x->stripes[lo] == st;
+}
+
+bool rx_meta_from_cache(rx *x, hr_slice key) {
+    mcache *c = x->s->mcache;
+    vent *known = lookup(x, CF_META, key, false);
+    if (known && known->state != V_UNKNOWN) return false; /* the view has it already */
+    uint64_t h = mcache_hash(key);
+    size_t i = h & (MCACHE_SLOTS - 1);
+    bool locked = holds_stripe(x, key), used = false;
+    pthread_mutex_t *lock = &c->locks[i % MCACHE_LOCKS];
+    pthread_mutex_lock(lock);
+    const mslot *sl = &c->slots[i];
+    if (sl->state != V_EMPTY && sl->hash == h && sl->klen == key.len &&
+        memcmp(sl->blob, key.ptr, key.len) == 0) {
+        rmeta m;
+        hr_slice raw = hr_slice_of(sl->blob + sl->klen, sl->vlen);
+        used = locked ||
+               (sl->state == V_VALUE && meta_decode(raw, &m) == 0 && m.type == T_ZSET && (m.zflags & ZF_MEM));
+        if (used) {
+            vent *e = lookup(x, CF_META, key, true);
+            if (sl->state == V_VALUE)
+                set_value(x, e, raw.ptr, raw.len);
+            else
+                e->state = V_ABSENT;
+        }
+    }
+    pthread_mutex_unlock(lock);
+    return used;
+}
+
+void rx_meta_commit(rx *x) {
+    for (size_t i = 0; i < x->tab_cap; i++) {
+        vent *e = &x->tab[i];
+        if (e->cf != CF_META || (e->state != V_VALUE && e->state != V_ABSENT)) continue;
+        hr_slice key = hr_slice_of(e->key, e->klen);
+        if (!e->written && !holds_stripe(x, key))
+            continue; /* read at a snapshot another batch may have passed */
+        mcache_set(x->s->mcache, key, e->state == V_VALUE, hr_slice_of(e->val, e->vlen));
+    }
 }
 
 /* Metadata through the view ------------------------------------------------ */

@@ -86,6 +86,14 @@ typedef struct hr_store_options {
     size_t cache_bytes;
     /* Redis: per-command timeout in milliseconds; 0 means 2000. */
     int timeout_ms;
+    /* RocksDB: sorted sets whose members keep changing score (rankings) are
+     * moved into memory, as Redis keeps every sorted set, once they qualify
+     * (src/store/rocks_zmem.c says when); this caps their memory in bytes,
+     * 0 meaning the default (512 MiB). Redis: ignored. */
+    size_t zset_memory_bytes;
+    /* RocksDB, for tests: keep every sorted set in memory from its creation.
+     * Redis: ignored. */
+    bool zset_memory_all;
 } hr_store_options;
 
 /* Open a store from a URI:
@@ -224,7 +232,13 @@ size_t hr_counter_get(hr_batch *b, hr_slice key);
 /* Sorted sets ----------------------------------------------------------- */
 /* Members are ordered by (score, member bytes). Scores are finite doubles;
  * integers up to 2^53 (such as millisecond times) are exact. An empty sorted
- * set does not exist (hr_zrem of the last member deletes the key). */
+ * set does not exist (hr_zrem of the last member deletes the key).
+ *
+ * A sorted set the RocksDB backend keeps in memory (a ranking; see
+ * hr_store_options) is read at its latest committed state rather than at the
+ * batch's snapshot, as Redis reads every sorted set: a batch that reads it
+ * and other keys may see a concurrent batch's change to it before that
+ * batch's other writes. */
 
 /* Add a member or update its score; num 1 if new. */
 size_t hr_zadd(hr_batch *b, hr_slice key, double score, hr_slice member);

@@ -424,3 +424,37 @@ def test_metrics_show_fanout_queue(server):
     for name in ("herald_fanout_queue_depth", "herald_fanout_lag_seconds", "herald_fanout_entries_total",
                  "herald_fanout_jobs_total"):
         assert re.search(rf"^{name} \d", text, re.M), name
+
+
+# -- herald load ------------------------------------------------------------------------
+
+
+def test_herald_load_builds_a_dataset_the_server_serves(herald, backend, tmp_path):
+    from conftest import run_cli, store_arg
+    data = tmp_path / "data"
+    store = store_arg(backend, data)
+    r = run_cli("load", "--users", "120", "--activities", "2", "--store", store, timeout=300)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"users 120\s+follows (\d+).*activities (\d+)", r.stdout)
+    assert m, r.stdout
+    follows, activities = int(m.group(1)), int(m.group(2))
+    assert follows > 120 * 20 and activities > 120
+    assert re.search(r"fan-out .*: (\d+) timeline entries, \d+ entries/s", r.stdout), r.stdout
+    # not a terminal: no progress bar, one line per phase
+    assert "\r" not in r.stderr
+    h = herald.start(backend, data_dir=data)
+    s = h.session()
+    # u0 is the most popular user: followed by many
+    followers = page(s, f"{h.url}{API}/users/u0/followers", limit=1000)["users"]
+    assert len(followers) > 30
+    non_empty = sum(1 for u in range(0, 120, 10) if timeline(s, h, f"u{u}"))
+    assert non_empty >= 10, "timelines of the loaded users are filled by the fan-out"
+    assert metric(h, "herald_fanout_queue_depth") == 0
+
+
+def test_herald_load_rejects_bad_arguments(tmp_path):
+    from conftest import run_cli
+    for args in (["--users", "x"], ["--users", "1"], ["--activities"], ["--bogus", "1"]):
+        r = run_cli("load", *args, "--store", f"rocksdb:{tmp_path / 'd'}")
+        assert r.returncode == 2, (args, r.returncode, r.stderr)
+        assert r.stderr.strip(), args

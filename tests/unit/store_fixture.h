@@ -1,6 +1,7 @@
-/* store_fixture.h — the conformance fixture shared by test_store_tl.c and
- * test_store_queue.c: the same scheme as test_store.c (whose own fixture is
- * private to it), for primitives whose checks live in files of their own.
+/* store_fixture.h — the store conformance fixture: each primitive family's
+ * checks live in a file of their own and run on both backends.
+ *
+ * Used by test_store.c, test_store_tl.c and test_store_queue.c.
  *
  * STORE_SUITES(rocks_suite, redis_suite) declares a pair of suites, and
  * STORE_TEST_IN(rocks_suite, redis_suite, name) registers one check,

@@ -451,6 +451,21 @@ static void unseen_pages_across_windows(env *e) {
 }
 BOTH_BACKENDS(unseen_pages_across_windows)
 
+/* The same two with the packed seen set in use (HR_SEEN_SET_MIN lowered):
+ * the subjects cross the threshold midway, so unseen first fills the set
+ * with their older ratings, then upserts keep it. */
+static void unseen_with_seen_set(env *e) {
+    hr_ratings_set_seen_min(e->ratings, 5);
+    unseen_excludes_rated_and_seen(e);
+}
+BOTH_BACKENDS(unseen_with_seen_set)
+
+static void unseen_windows_with_seen_set(env *e) {
+    hr_ratings_set_seen_min(e->ratings, 50);
+    unseen_pages_across_windows(e);
+}
+BOTH_BACKENDS(unseen_windows_with_seen_set)
+
 static void unseen_hot_order(env *e) {
     /* votes against age: Reddit's order, not the sum's */
     struct {

@@ -263,3 +263,114 @@ Test(rocks_internals, sync_and_small_cache) {
     cr_assert_eq(hr_batch_result(b, 0)->num, 1);
     hr_batch_free(b);
 }
+
+/* Sorted sets kept in memory (rocks_zmem.c) ------------------------------------ */
+
+static rmeta meta_of(const char *key) {
+    rocks_store *r = (rocks_store *)S;
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    char *errptr = NULL;
+    size_t len = 0;
+    char *v = rocksdb_get_cf(r->db, ro, r->cf[CF_META], key, strlen(key), &len, &errptr);
+    rocksdb_readoptions_destroy(ro);
+    cr_assert_null(errptr);
+    rmeta m;
+    memset(&m, 0, sizeof m);
+    if (v) cr_assert_eq(meta_decode(hr_slice_of(v, len), &m), 0);
+    m.value = hr_slice_of(NULL, 0);
+    rocksdb_free(v);
+    return m;
+}
+
+/* n score changes of the members m0..m19 of key (+1 each). */
+static void churn(const char *key, long n) {
+    hr_batch *b = hr_batch_new();
+    for (long i = 0; i < n; i++)
+        hr_zincr(b, hr_slice_str(key), 1, str("m%ld", i % 20));
+    exec(b);
+    hr_batch_free(b);
+}
+
+/* The members of key, highest first, as "m1 m2 ..." (at most 5). */
+static void top5(const char *key, char *out, size_t cap) {
+    hr_batch *b = hr_batch_new();
+    hr_zrange_spec sp = hr_zrange_all(true, 5);
+    hr_zrange(b, hr_slice_str(key), &sp);
+    exec(b);
+    const hr_result *r = hr_batch_result(b, 0);
+    out[0] = '\0';
+    for (size_t i = 0; i < r->n_entries; i++)
+        snprintf(out + strlen(out), cap - strlen(out), "%s%.*s", i ? " " : "", (int)r->entries[i].member.len,
+                 r->entries[i].member.ptr);
+    hr_batch_free(b);
+}
+
+Test(rocks_internals, ranking_moves_into_memory) {
+    /* 1100 members (m_i at score i): below the size that qualifies, churn
+     * leaves a set on disk; once its members moved more often than it has
+     * members, its order moves into memory and its index keys go. */
+    zadd_n("small", 100);
+    churn("small", 3000);
+    cr_assert_eq(meta_of("small").zflags & ZF_MEM, 0, "a set of 100 members stays on disk");
+
+    zadd_n("rank", 1100);
+    churn("rank", 500);
+    cr_assert_eq(meta_of("rank").zflags & ZF_MEM, 0, "500 changes of 1100 members: still on disk");
+    churn("rank", 700);
+    rmeta m = meta_of("rank");
+    cr_assert(m.zflags & ZF_MEM, "1200 changes of 1100 members: in memory");
+    cr_assert_eq(m.size, 1100);
+    char top[128];
+    top5("rank", top, sizeof top);
+    cr_assert_str_eq(top, "m1099 m1098 m1097 m1096 m1095");
+    churn("rank", 20 * 1200); /* m0..m19 up by 1260 each: now the top, m19 first */
+    top5("rank", top, sizeof top);
+    cr_assert_str_eq(top, "m19 m18 m17 m16 m15");
+
+    /* its index keys are garbage now: compaction drops them (the small set's stay) */
+    compact_all();
+    cr_assert_eq(count_keys(CF_ZINDEX, 0), 100);
+    cr_assert_eq(one_num(build_zcard, "rank"), 1100);
+
+    /* a reopen rebuilds it from its member records */
+    hr_store_close(S);
+    S = NULL;
+    open_store();
+    top5("rank", top, sizeof top);
+    cr_assert_str_eq(top, "m19 m18 m17 m16 m15");
+    churn("rank", 1); /* m0 up once more */
+    hr_batch *b = hr_batch_new();
+    hr_zscore(b, hr_slice_str("rank"), hr_slice_str("m0"));
+    hr_zrem(b, hr_slice_str("rank"), hr_slice_str("m19"));
+    exec(b);
+    cr_assert_eq(hr_batch_result(b, 0)->score, 0 + 60 + 1200 + 1);
+    hr_batch_free(b);
+    top5("rank", top, sizeof top);
+    cr_assert_str_eq(top, "m18 m17 m16 m15 m14");
+    cr_assert_eq(one_num(build_zcard, "rank"), 1099);
+    cr_assert(meta_of("rank").zflags & ZF_MEM);
+
+    /* deleting it drops it; a new set under the key starts on disk, empty */
+    b = hr_batch_new();
+    hr_del(b, hr_slice_str("rank"));
+    hr_zadd(b, hr_slice_str("rank"), 5, hr_slice_str("fresh"));
+    exec(b);
+    hr_batch_free(b);
+    cr_assert_eq(meta_of("rank").zflags & ZF_MEM, 0);
+    top5("rank", top, sizeof top);
+    cr_assert_str_eq(top, "fresh");
+}
+
+Test(rocks_internals, ranking_memory_budget) {
+    /* a budget too small for the set keeps it on disk, still correct */
+    hr_store_close(S);
+    hr_store_options o = {.zset_memory_bytes = 1000};
+    hr_err err = {0};
+    cr_assert_eq(hr_store_open(uri, &o, &S, &err), HR_OK, "%s", err.msg);
+    zadd_n("rank", 1100);
+    churn("rank", 4000);
+    cr_assert_eq(meta_of("rank").zflags & ZF_MEM, 0);
+    char top[128];
+    top5("rank", top, sizeof top);
+    cr_assert_str_eq(top, "m1099 m1098 m1097 m1096 m1095");
+}

@@ -2,11 +2,14 @@
  * store.h, run against both backends.
  *
  * Each check is written once, as `check_NAME(hr_store *s)`, and STORE_TEST
- * registers it twice: in suite `rocks` on a store opened on a fresh temporary
- * directory (removed afterwards), and in suite `redis` on the cluster named
- * by $HERALD_TEST_REDIS (scripts/test.sh starts one and sets it). Without the
- * variable the redis tests fail, saying so: a suite that silently passes
- * when its backend is missing would hide a broken backend.
+ * registers it three times: in suite `rocks` on a store opened on a fresh
+ * temporary directory (removed afterwards); in suite `rocksmem`, the same
+ * with every sorted set kept in memory from its creation
+ * (hr_store_options.zset_memory_all: the path rankings take once they move
+ * into memory, src/store/rocks_zmem.c); and in suite `redis` on the cluster
+ * named by $HERALD_TEST_REDIS (scripts/test.sh starts one and sets it).
+ * Without the variable the redis tests fail, saying so: a suite that
+ * silently passes when its backend is missing would hide a broken backend.
  *
  * The Redis cluster is shared by every test (and every run), so each test
  * names its keys under a random prefix: K("name") is "t:<random>:name", and
@@ -67,14 +70,14 @@ static void common_fini(void) {
     hr_arena_free(&keys);
 }
 
-static void open_uri(const char *uri) {
+static void open_uri(const char *uri, const hr_store_options *opts) {
     hr_err err = {0};
-    if (hr_store_open(uri, NULL, &S, &err) != HR_OK)
+    if (hr_store_open(uri, opts, &S, &err) != HR_OK)
         snprintf(open_error, sizeof open_error, "cannot open %s: %s (%s)", uri, err.msg,
                  hr_errname(err.code));
 }
 
-static void rocks_init(void) {
+static void rocks_open(const hr_store_options *opts) {
     common_init();
     strcpy(tmpdir, "/tmp/herald-store-XXXXXX");
     if (mkdtemp(tmpdir) == NULL) {
@@ -83,7 +86,16 @@ static void rocks_init(void) {
     }
     char uri[128];
     snprintf(uri, sizeof uri, "rocksdb:%s/db", tmpdir);
-    open_uri(uri);
+    open_uri(uri, opts);
+}
+
+static void rocks_init(void) {
+    rocks_open(NULL);
+}
+
+static void rocksmem_init(void) {
+    hr_store_options opts = {.zset_memory_all = true};
+    rocks_open(&opts);
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -108,10 +120,11 @@ static void redis_init(void) {
             "(e.g. HERALD_TEST_REDIS=redis://127.0.0.1:7100)");
         return;
     }
-    open_uri(uri);
+    open_uri(uri, NULL);
 }
 
 TestSuite(rocks, .init = rocks_init, .fini = rocks_fini, .timeout = 60);
+TestSuite(rocksmem, .init = rocksmem_init, .fini = rocks_fini, .timeout = 60);
 TestSuite(redis, .init = redis_init, .fini = common_fini, .timeout = 60);
 
 static hr_store *require_store(void) {
@@ -119,10 +132,13 @@ static hr_store *require_store(void) {
     return S;
 }
 
-/* One check, registered for both backends. */
+/* One check, registered for both backends (RocksDB twice). */
 #define STORE_TEST(name)                                                                                     \
     static void check_##name(hr_store *s);                                                                   \
     Test(rocks, name) {                                                                                      \
+        check_##name(require_store());                                                                       \
+    }                                                                                                        \
+    Test(rocksmem, name) {                                                                                   \
         check_##name(require_store());                                                                       \
     }                                                                                                        \
     Test(redis, name) {                                                                                      \
@@ -704,6 +720,128 @@ STORE_TEST(zset_del_whole) {
     ONE(s, hr_del(B, z));
     cr_assert_eq(ONE(s, hr_zadd(B, z, 1, M("m7")))->num, 1);
     assert_members(ONE(s, hr_zrange(B, z, &sp)), "m7", false);
+    hr_batch_free(b);
+}
+
+STORE_TEST(zset_batch_sees_own_writes) {
+    /* In one batch, a range read sees the adds, moves and removals before
+     * it (and a set kept in memory merges them with its committed order). */
+    hr_slice z = K("z");
+    fill_zset(s, z); /* (-1.5 z) (1 a) (2 b) (2 c) (3 d) (5 e) */
+    hr_batch *b = hr_batch_new();
+    hr_zadd(b, z, 4, M("new"));
+    hr_zincr(b, z, 10, M("a")); /* 1 -> 11 */
+    hr_zrem(b, z, M("c"));
+    hr_zadd(b, z, -2, M("d")); /* 3 -> -2 */
+    hr_zrange_spec fwd = hr_zrange_all(false, 100), rev = hr_zrange_all(true, 3);
+    size_t r1 = hr_zrange(b, z, &fwd);
+    size_t r2 = hr_zrange(b, z, &rev);
+    hr_zrange_spec mid = range(false, 0, 4.5, 100);
+    size_t r3 = hr_zrange(b, z, &mid);
+    hr_zrange_spec cur = after(hr_zrange_all(true, 100), 4, "new");
+    size_t r4 = hr_zrange(b, z, &cur);
+    size_t sc = hr_zscore(b, z, M("d"));
+    size_t card = hr_zcard(b, z);
+    exec(s, b);
+    assert_members(hr_batch_result(b, r1), "d z b new e a", false);
+    assert_members(hr_batch_result(b, r2), "a e new", true);
+    assert_members(hr_batch_result(b, r3), "b new", false);
+    assert_members(hr_batch_result(b, r4), "b z d", false);
+    cr_assert_eq(hr_batch_result(b, sc)->score, -2);
+    cr_assert_eq(hr_batch_result(b, card)->num, 6);
+    /* and the next batch reads the same */
+    assert_members(ONE(s, hr_zrange(B, z, &fwd)), "d z b new e a", false);
+    hr_batch_free(b);
+}
+
+/* The order of a set of n members m0000.. with scores score[], by (score,
+ * member), into order[]. */
+static const double *sort_scores;
+static int by_score(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    if (sort_scores[x] != sort_scores[y]) return sort_scores[x] < sort_scores[y] ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+/* Read the whole set by pages of 97 (cursor paging) in both directions and
+ * compare with the model; also a page from the top, and zcard. */
+static void assert_ranking(hr_store *s, hr_slice z, const double *score, const bool *live, int n) {
+    int *order = malloc((size_t)n * sizeof *order), want = 0;
+    for (int i = 0; i < n; i++)
+        if (live[i]) order[want++] = i;
+    sort_scores = score;
+    qsort(order, (size_t)want, sizeof *order, by_score);
+    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, want);
+    for (int reverse = 0; reverse < 2; reverse++) {
+        hr_zrange_spec sp = hr_zrange_all(reverse, 97);
+        int seen = 0;
+        char lm[16]; /* the cursor's member: sp points to it */
+        for (;;) {
+            const hr_result *r = ONE(s, hr_zrange(B, z, &sp));
+            assert_rc(r, HR_OK);
+            for (size_t i = 0; i < r->n_entries; i++, seen++) {
+                cr_assert(seen < want, "more members than the model's %d", want);
+                int k = order[reverse ? want - 1 - seen : seen];
+                char m[16];
+                snprintf(m, sizeof m, "m%04d", k);
+                cr_assert(hr_slice_eq(r->entries[i].member, hr_slice_str(m)) &&
+                              r->entries[i].score == score[k],
+                          "%s entry %d: %.*s %g, expected %s %g", reverse ? "reverse" : "forward", seen,
+                          (int)r->entries[i].member.len, r->entries[i].member.ptr, r->entries[i].score, m,
+                          score[k]);
+            }
+            if (!r->more) break;
+            const hr_zentry *last = &r->entries[r->n_entries - 1];
+            snprintf(lm, sizeof lm, "%.*s", (int)last->member.len, last->member.ptr);
+            sp = after(sp, last->score, lm);
+        }
+        cr_assert_eq(seen, want, "%s: %d members, expected %d", reverse ? "reverse" : "forward", seen, want);
+    }
+    free(order);
+}
+
+STORE_TEST(zset_ranking_under_moves) {
+    /* A ranking: 1200 members, then many score changes concentrated on a
+     * few (as votes are), removals and new members; the order, read by
+     * cursor pages both ways, always matches a model. On RocksDB this also
+     * moves the set into memory midway (more changes than members). */
+    enum { N = 1300, FIRST = 1200 };
+    hr_slice z = K("rank");
+    double score[N] = {0};
+    bool live[N] = {0};
+    hr_batch *b = hr_batch_new();
+    for (int i = 0; i < FIRST; i++) {
+        score[i] = (double)(i % 7);
+        live[i] = true;
+        hr_zadd(b, z, score[i], Mf("m%04ld", i));
+    }
+    exec(s, b);
+    assert_ranking(s, z, score, live, N);
+    unsigned r = 12345;
+    for (int round = 0; round < 30; round++) {
+        hr_batch_reset(b);
+        for (int j = 0; j < 100; j++) {
+            r = r * 1103515245u + 12345u;
+            int k = (int)((r >> 8) % 1000) < 700 ? (int)((r >> 8) % 20) : (int)((r >> 8) % FIRST);
+            if (!live[k]) continue;
+            double d = (r & 1) ? 1 : -1;
+            score[k] += d;
+            hr_zincr(b, z, d, Mf("m%04ld", k));
+        }
+        if (round % 10 == 9) { /* a removal and a new member now and then */
+            int gone = round, added = FIRST + round;
+            live[gone] = false;
+            hr_zrem(b, z, Mf("m%04ld", gone));
+            live[added] = true;
+            score[added] = 3.5;
+            hr_zadd(b, z, 3.5, Mf("m%04ld", added));
+        }
+        exec(s, b);
+        if (round % 10 == 9) assert_ranking(s, z, score, live, N);
+    }
+    /* a zadd that moves a member to where it already is changes nothing */
+    cr_assert_eq(ONE(s, hr_zadd(B, z, score[100], M("m0100")))->num, 0);
+    assert_ranking(s, z, score, live, N);
     hr_batch_free(b);
 }
 
