@@ -36,9 +36,11 @@
  *                the sides chosen, store round trips and ops per call; then
  *                calls/s on --threads threads. Also popular 1d, trending and
  *                friends-popular 1d.
- *   7. reopened  the store closed and reopened (what a restarted server sees:
- *                the load's memtables flushed), and the friends-reads of 5
- *                again, as REOPENED_*
+ *   7. reopened  the store closed and reopened, and once RocksDB has finished
+ *                the flushes and compactions the load queued (the state a
+ *                server reaches when writes pause, and the one PostgreSQL is
+ *                measured in, after its load and VACUUM), the friends-reads
+ *                of 5 again, as REOPENED_*
  *   8. sides     (--sides 1) the M450 friends-reads with every URL forced to
  *                one side in turn (lists, probes, the friends' sets), to
  *                check the per-query choice against each alone
@@ -700,6 +702,7 @@ int main(int argc, char **argv) {
     graph = hr_graph_new(store, "");
     reading = hr_reading_new(store, graph, &ro);
     printf("REOPEN_SECS=%.1f\n", bu_now() - t_reopen);
+    printf("REOPEN_QUIESCE_SECS=%.1f\n", bu_quiesce(store, 1200));
     static const query reopened[] = {
         {"REOPENED_M450_ZIPF", 0, false, 0},
         {"REOPENED_M450_TAIL", 1, false, 0},
