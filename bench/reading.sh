@@ -305,8 +305,8 @@ TARGETS=$TMP/targets.md
 {
     echo "| target (issue 4) | measured | verdict |"
     echo "|---|---|---|"
-    echo "| friends-reads N=100, M=450, embedded p99 <= 2 ms (store reopened, as a server sees it) | zipf feeds p99 $REOPENED_M450_ZIPF_P99_MS ms (p50 $REOPENED_M450_ZIPF_P50_MS); tail feeds p99 $REOPENED_M450_TAIL_P99_MS ms (p50 $REOPENED_M450_TAIL_P50_MS) | zipf $(verdict le "$REOPENED_M450_ZIPF_P99_MS" 2), tail $(verdict le "$REOPENED_M450_TAIL_P99_MS" 2) |"
-    echo "| M=5 000 friends, all heavy readers, p99 <= 30 ms (reopened) | zipf feeds p99 $REOPENED_WORST_ZIPF_P99_MS ms (p50 $REOPENED_WORST_ZIPF_P50_MS); tail feeds p99 $REOPENED_WORST_TAIL_P99_MS ms (p50 $REOPENED_WORST_TAIL_P50_MS) | zipf $(verdict le "$REOPENED_WORST_ZIPF_P99_MS" 30), tail $(verdict le "$REOPENED_WORST_TAIL_P99_MS" 30) |"
+    echo "| friends-reads N=100, M=450, embedded p99 <= 2 ms (store reopened and quiet) | zipf feeds p99 $REOPENED_M450_ZIPF_P99_MS ms (p50 $REOPENED_M450_ZIPF_P50_MS); tail feeds p99 $REOPENED_M450_TAIL_P99_MS ms (p50 $REOPENED_M450_TAIL_P50_MS) | zipf $(verdict le "$REOPENED_M450_ZIPF_P99_MS" 2), tail $(verdict le "$REOPENED_M450_TAIL_P99_MS" 2) |"
+    echo "| M=5 000 friends, all heavy readers, p99 <= 30 ms (reopened, quiet) | zipf feeds p99 $REOPENED_WORST_ZIPF_P99_MS ms (p50 $REOPENED_WORST_ZIPF_P50_MS); tail feeds p99 $REOPENED_WORST_TAIL_P99_MS ms (p50 $REOPENED_WORST_TAIL_P50_MS) | zipf $(verdict le "$REOPENED_WORST_ZIPF_P99_MS" 30), tail $(verdict le "$REOPENED_WORST_TAIL_P99_MS" 30) |"
     if [ "$SKIP_PG" != 1 ]; then
         for kind in "M450, zipf feeds:REOPENED_M450_ZIPF" "M450, tail feeds:REOPENED_M450_TAIL" "worst (M=5000), zipf feeds:REOPENED_WORST_ZIPF" "worst (M=5000), tail feeds:REOPENED_WORST_TAIL"; do
             name=${kind%%:*}
@@ -365,7 +365,7 @@ mkdir -p "$RESULTS_DIR"
     echo "- machine: $(nproc) cores, $MODEL, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r)"
     echo "- tools: $(wrk --version 2>&1 | head -n1 | awk '{print $1, $2}')${PG_VERSION:+, PostgreSQL $PG_VERSION}"
     echo "- load average: $LOAD_START before the run, $LOAD_AVG_AFTER_LOAD after the load, $(loadavg) at the end (the machine is shared: other work skews the numbers)"
-    echo "- **scale $SCALE, $HEAVY heavy readers: $FULL**: $USERS users ($FRIENDSHIPS friendships, $FRIENDS_MEAN friends on average, at most $FRIENDS_MAX; $USERS_WITH_2000_FRIENDS users with 2 000 or more), $URLS URLs, $READS_SENT reads sent of which $READS_RECORDED recorded (the rest: newer reads of the same page by the same user), $QUERY_USERS users with 405..495 friends asked for"
+    echo "- **scale $SCALE, $HEAVY heavy readers: $FULL**: $USERS users ($FRIENDSHIPS friendships, $FRIENDS_MEAN friends on average, at most $FRIENDS_MAX; $USERS_WITH_2000_FRIENDS users with 2 000 or more), $URLS URLs, $READS_SENT reads sent, $READS_RECORDED answered \"recorded\" (a repeated read of a page is kept as its newest), $QUERY_USERS users with 405..495 friends asked for"
     echo "- time: friend sets $FRIENDS_SECS s, reads $LOAD_SECS s ($LOAD_READS_PER_S/s); whole run $TOTAL_S s; RocksDB $(du -sh "$STORE_DIR" 2>/dev/null | cut -f1)${PG_LOAD_S:+; PostgreSQL loaded in $PG_LOAD_S s ($PG_SIZE)}"
     echo
     echo "## Targets"
@@ -380,7 +380,9 @@ mkdir -p "$RESULTS_DIR"
     echo "uniform over the ranks. Latencies over --calls calls on one thread, calls/s on 2 threads for a"
     echo "quarter of BENCH_DURATION; batches = store round trips; store ops from hr_store_ops_total. The"
     echo "first rows are measured right after the load (its writes still in memtables, compactions running);"
-    echo "REOPENED_* after closing and reopening the store ($REOPEN_SECS s), as a restarted server sees it."
+    echo "REOPENED_* after closing and reopening the store ($REOPEN_SECS s) and waiting for the flushes and"
+    echo "compactions the load queued (${REOPEN_QUIESCE_SECS} s): the state a server reaches when writes pause, and the"
+    echo "one PostgreSQL is measured in (after its load and VACUUM)."
     echo
     echo "## Over the network"
     echo

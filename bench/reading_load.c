@@ -36,9 +36,14 @@
  *                the sides chosen, store round trips and ops per call; then
  *                calls/s on --threads threads. Also popular 1d, trending and
  *                friends-popular 1d.
- *   7. reopened  the store closed and reopened (what a restarted server sees:
- *                the load's memtables flushed), and the friends-reads of 5
- *                again, as REOPENED_*
+ *   7. reopened  the store closed and reopened, and once RocksDB has finished
+ *                the flushes and compactions the load queued (the state a
+ *                server reaches when writes pause, and the one PostgreSQL is
+ *                measured in, after its load and VACUUM), the friends-reads
+ *                of 5 again, as REOPENED_*
+ *   8. sides     (--sides 1) the M450 friends-reads with every URL forced to
+ *                one side in turn (lists, probes, the friends' sets), to
+ *                check the per-query choice against each alone
  *   6. export    (--out DIR) what PostgreSQL loads and what wrk sends:
  *                friends.tsv (uid, friend; both directions), reads.tsv (uid,
  *                url hash as a signed bigint, time: each user's newest
@@ -50,7 +55,8 @@
  * progress to stderr.
  *
  * usage: reading_load --store URI [--scale F] [--heavy N] [--threads N]
- *                     [--seed N] [--calls N] [--duration S] [--out DIR] */
+ *                     [--seed N] [--calls N] [--duration S] [--out DIR]
+ *                     [--sides 1] */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -95,7 +101,8 @@ static struct {
     size_t heavy, calls;
     int threads;
     uint64_t seed;
-} opt = {NULL, NULL, 1.0, 10.0, 5000, 2000, 2, 42};
+    bool sides; /* also measure friends-reads with each side forced */
+} opt = {NULL, NULL, 1.0, 10.0, 5000, 2000, 2, 42, false};
 
 static hr_store *store;
 static hr_graph *graph;
@@ -566,7 +573,7 @@ static void export_queries(void) {
 static void usage(void) {
     fprintf(stderr,
             "usage: " TOOL " --store URI [--scale F] [--heavy N] [--threads N] [--seed N] [--calls N]\n"
-            "                    [--duration S] [--out DIR]\n");
+            "                    [--duration S] [--out DIR] [--sides 1]\n");
     exit(2);
 }
 
@@ -590,6 +597,8 @@ int main(int argc, char **argv) {
             opt.threads = atoi(v);
         else if (strcmp(a, "--seed") == 0)
             opt.seed = (uint64_t)atoll(v);
+        else if (strcmp(a, "--sides") == 0)
+            opt.sides = atoi(v) != 0;
         else
             usage();
         i++;
@@ -693,6 +702,7 @@ int main(int argc, char **argv) {
     graph = hr_graph_new(store, "");
     reading = hr_reading_new(store, graph, &ro);
     printf("REOPEN_SECS=%.1f\n", bu_now() - t_reopen);
+    printf("REOPEN_QUIESCE_SECS=%.1f\n", bu_quiesce(store, 1200));
     static const query reopened[] = {
         {"REOPENED_M450_ZIPF", 0, false, 0},
         {"REOPENED_M450_TAIL", 1, false, 0},
@@ -701,6 +711,30 @@ int main(int argc, char **argv) {
     };
     for (size_t i = 0; i < sizeof reopened / sizeof reopened[0]; i++)
         measure(&reopened[i], i < 2 ? opt.calls : opt.calls / 4 + 1, jobs);
+
+    /* 8 (--sides 1): the M450 queries with every URL forced to one side, to
+     * check the per-query choice against each side alone (reading_plan.h) */
+    static const struct {
+        const char *suffix;
+        hr_rplan_costs costs;
+    } forced[] = {
+        {"LISTS", {.entry = 0, .probe = 1e9, .friend_test = 1e9, .friend_extra = 1e9}},
+        {"PROBES", {.entry = 1e9, .probe = 0, .friend_test = 1e9, .friend_extra = 1e9}},
+        {"FRIENDS_SETS", {.entry = 1e9, .probe = 1e9, .friend_test = 0, .friend_extra = 0}},
+    };
+    for (size_t f = 0; opt.sides && f < sizeof forced / sizeof forced[0]; f++) {
+        hr_reading_free(reading);
+        hr_reading_options fo = ro;
+        fo.costs = &forced[f].costs;
+        reading = hr_reading_new(store, graph, &fo);
+        for (int kind = 0; kind < 2; kind++) {
+            static char names[6][48];
+            char *name = names[f * 2 + (size_t)kind];
+            snprintf(name, sizeof names[0], "FORCED_%s_M450_%s", forced[f].suffix, kind ? "TAIL" : "ZIPF");
+            query q = {name, kind, false, 0};
+            measure(&q, opt.calls, jobs);
+        }
+    }
 
     /* 6 */
     if (opt.out) export_queries();

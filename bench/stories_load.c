@@ -62,7 +62,7 @@
 #include "core/ratings.h"
 #include "core/stories.h"
 #include "core/url.h"
-#include "store/rocks_internal.h" /* quiesce() only */
+#include "bench_util.h" /* bu_quiesce */
 #include "store/store.h"
 
 #define FULL_STORIES 1000000
@@ -613,25 +613,8 @@ static void run_queries(const char *prefix, bool unseen_only) {
 
 /* ---- Quiet store ------------------------------------------------------------- */
 
-/* Wait (at most max_s) until RocksDB has no flush or compaction running or
- * pending: the state a server reaches when writes pause, and the state
- * PostgreSQL is measured in (after its load and VACUUM). Looks inside the
- * RocksDB backend, as tests/unit/test_rocks.c does. Seconds waited; 0 on
- * another backend. */
 static double quiesce(double max_s) {
-    if (strcmp(hr_store_kind(store), "rocksdb") != 0) return 0;
-    rocks_store *rs = (rocks_store *)store;
-    double t0 = now_s();
-    while (now_s() - t0 < max_s) {
-        uint64_t busy = 0, v;
-        if (rocksdb_property_int(rs->db, "rocksdb.num-running-compactions", &v) == 0) busy += v;
-        if (rocksdb_property_int(rs->db, "rocksdb.num-running-flushes", &v) == 0) busy += v;
-        for (int cf = 0; cf < CF_COUNT_; cf++)
-            if (rocksdb_property_int_cf(rs->db, rs->cf[cf], "rocksdb.compaction-pending", &v) == 0) busy += v;
-        if (busy == 0) break;
-        usleep(200000);
-    }
-    return now_s() - t0;
+    return bu_quiesce(store, max_s);
 }
 
 /* ---- Export ----------------------------------------------------------------- */
