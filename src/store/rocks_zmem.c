@@ -705,10 +705,11 @@ static void promote(rx *x, const zmoves *v, uint64_t moves) {
         hr_buf buf = HR_BUF_INIT;
         meta_encode(&m, &buf);
         char *errptr = NULL;
+        rcache_write_begin(x->s->meta_cache, v->key);
         rocksdb_put_cf(x->s->db, x->s->wopts, x->s->cf[CF_META], v->key.ptr, v->key.len, buf.data, buf.len,
                        &errptr);
-        if (errptr == NULL)
-            mcache_set(x->s->mcache, v->key, true, hr_buf_slice(&buf)); /* we hold its stripe */
+        rcache_write_end(x->s->meta_cache, v->key, errptr == NULL, true, hr_buf_slice(&buf),
+                         rocksdb_get_latest_sequence_number(x->s->db));
         hr_buf_free(&buf);
         if (errptr) {
             hr_warn("rocksdb: could not mark a sorted set in memory: %s", errptr);
