@@ -590,34 +590,31 @@ bool zent_score(zent *e, hr_slice member, uint64_t *enc) {
     return node != NULL;
 }
 
+/* Move (bi, oi) to the item before it; false at the first item. */
+static bool step_back(const zmem *z, size_t *bi, size_t *oi) {
+    if (*oi > 0) {
+        (*oi)--;
+    } else if (*bi > 0) {
+        (*bi)--;
+        *oi = z->blocks[*bi]->n - 1;
+    } else {
+        return false;
+    }
+    return true;
+}
+
 void zent_walk(zent *e, bool reverse, uint64_t enc, hr_slice member, zs_visit visit, void *ctx) {
     pthread_rwlock_rdlock(&e->lock);
     zmem *z = &e->z;
     size_t bi, oi;
     /* forward: the first item >= target; backward: the last item <= target */
     seek(z, enc, member.ptr, member.len, reverse, &bi, &oi);
-    if (reverse) {
-        if (oi > 0) {
-            oi--;
-        } else if (bi > 0) {
-            bi--;
-            oi = z->blocks[bi]->n - 1;
-        } else {
-            bi = z->nblocks; /* nothing at or below */
-        }
-    }
+    if (reverse && !step_back(z, &bi, &oi)) bi = z->nblocks; /* nothing at or below */
     while (bi < z->nblocks) {
         const zitem *it = &z->blocks[bi]->items[oi];
         if (!visit(ctx, it->enc, hr_slice_of(it->node->bytes, it->node->len))) break;
         if (reverse) {
-            if (oi > 0) {
-                oi--;
-            } else if (bi > 0) {
-                bi--;
-                oi = z->blocks[bi]->n - 1;
-            } else {
-                break;
-            }
+            if (!step_back(z, &bi, &oi)) break;
         } else if (++oi == z->blocks[bi]->n) {
             bi++;
             oi = 0;
