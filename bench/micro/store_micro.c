@@ -262,19 +262,24 @@ static void fanout(long entries, int threads, bool zset) {
  * upsert's sub-keys are: 1 M puts of random 40-byte keys, then 200 K gets
  * (half present): microseconds per put and per get, and the same gets again
  * after close and reopen (from SST files instead of the memtables). */
+enum { KV_PUTS = 1000000 };
+
+/* A random key of the kv mode, in k (96 bytes). */
+static hr_slice kv_key(char *k) {
+    uint64_t r = rnd();
+    snprintf(k, 96, "{%s}:kv:%016llx:%016llx", tag, (unsigned long long)(r % KV_PUTS), (unsigned long long)r);
+    return hr_slice_str(k);
+}
+
 static void kv(void) {
-    enum { PUTS = 1000000, GETS = 200000, B = 16 };
+    enum { PUTS = KV_PUTS, GETS = 200000, B = 16 };
     hr_batch *b = hr_batch_new();
     char k[96];
     uint64_t t0 = hr_mono_ns();
     for (int i = 0; i < PUTS;) {
         hr_batch_reset(b);
-        for (int j = 0; j < B; j++, i++) {
-            uint64_t r = rnd();
-            snprintf(k, sizeof k, "{%s}:kv:%016llx:%016llx", tag, (unsigned long long)(r % PUTS),
-                     (unsigned long long)r);
-            hr_put(b, hr_slice_str(k), hr_slice_of("12345678", 8), 0);
-        }
+        for (int j = 0; j < B; j++, i++)
+            hr_put(b, kv_key(k), hr_slice_of("12345678", 8), 0);
         run(b);
     }
     printf("kv: %.2f us per put (%d, batches of %d)\n", (double)(hr_mono_ns() - t0) / 1e3 / PUTS, PUTS, B);
@@ -282,12 +287,8 @@ static void kv(void) {
         t0 = hr_mono_ns();
         for (int i = 0; i < GETS;) {
             hr_batch_reset(b);
-            for (int j = 0; j < B; j++, i++) {
-                uint64_t r = rnd();
-                snprintf(k, sizeof k, "{%s}:kv:%016llx:%016llx", tag, (unsigned long long)(r % PUTS),
-                         (unsigned long long)r);
-                hr_get(b, hr_slice_str(k));
-            }
+            for (int j = 0; j < B; j++, i++)
+                hr_get(b, kv_key(k));
             run(b);
         }
         printf("kv: %.2f us per get (missing keys)%s\n", (double)(hr_mono_ns() - t0) / 1e3 / GETS,

@@ -100,17 +100,18 @@
  *      concurrent batches see each other's writes all or nothing;
  *   3. prefetch: one MultiGet of every key's metadata, then one of the
  *      sub-keys the ops will read (members, sketch buckets, packed-set
- *      chunks, jobs to ack) — a batch of N gets or zscores, or of pset tests
- *      on N sets, costs one or two MultiGets, never N Gets (and metadata
- *      comes from rocks_view.c's cache when the rules there allow);
- *   5. run the ops in order against the batch's view (rocks_view.c: its own
+ *      chunks, jobs to ack) — a batch of N gets or zscores, or of pset
+ *      tests on N sets, costs one or two MultiGets, never N Gets (and
+ *      metadata records and packed-set chunks come from rocks_view.c's
+ *      cache when the rules there allow);
+ *   4. run the ops in order against the batch's view (rocks_view.c: its own
  *      writes over the snapshot), write the packed-set chunks the ops
  *      changed (once each, however many ops changed one) and commit all
  *      writes in one WriteBatch (WAL on; fsynced with opts->sync). Every
  *      batch is atomic, with or without HR_EXEC_ATOMIC. The WriteBatch is
  *      indexed (a WriteBatchWithIndex, whose puts cost ~50x more) only when
  *      an op that may iterate follows a write, so that its range read sees
- *      the write. Still under the locks, the metadata cache and the sorted
+ *      the write. Still under the locks, the record cache and the sorted
  *      sets kept in memory then take the batch's changes; after the commit,
  *      the queues' in-memory state takes them too (rocks_queue.c).
  *
@@ -242,7 +243,8 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     atomic_init(&s->next_version, ((uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u) * 1024u);
     atomic_init(&s->filters_may_read, false);
     s->zreg = zreg_new(opts);
-    s->mcache = mcache_new();
+    s->meta_cache = rcache_new(16384, 4096);
+    s->chunk_cache = rcache_new(4096, 1u << 16);
 
     /* LZ4 when this RocksDB has it, else no compression. */
     static const int compressions[] = {rocksdb_lz4_compression, rocksdb_no_compression};
@@ -263,7 +265,8 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
         for (size_t i = 0; i < ROCKS_STRIPES; i++)
             pthread_mutex_destroy(&s->stripes[i]);
         zreg_free(s->zreg);
-        mcache_free(s->mcache);
+        rcache_free(s->meta_cache);
+        rcache_free(s->chunk_cache);
         free(s);
         return rc;
     }
@@ -288,7 +291,8 @@ static void close_(hr_store *hs) {
         pthread_mutex_destroy(&s->stripes[i]);
     queues_free(s->queues);
     zreg_free(s->zreg);
-    mcache_free(s->mcache);
+    rcache_free(s->meta_cache);
+    rcache_free(s->chunk_cache);
     free(s);
 }
 
@@ -408,7 +412,7 @@ static int prefetch(rx *x) {
     for (size_t i = 0; i < b->len; i++) {
         const hr_op *op = &b->ops[i];
         if (op->result.rc != HR_OK || !reads_meta(op->type)) continue;
-        if (rx_meta_from_cache(x, op->key)) continue;
+        if (rx_cached(x, CF_META, op->key)) continue;
         rplan_add(x, &p, CF_META, op->key);
     }
     int rc = rx_prefetch(x, p.n, p.cfs, p.keys);
@@ -506,6 +510,7 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
         pthread_mutex_lock(&s->stripes[stripes[i]]);
 
     x.now = hr_now_ms();
+    x.seq = rocksdb_get_latest_sequence_number(s->db); /* before the snapshot: see rocks_view.c */
     x.snap = rocksdb_create_snapshot(s->db);
     x.ropts = rocksdb_readoptions_create();
     rocksdb_readoptions_set_snapshot(x.ropts, x.snap);
@@ -520,7 +525,9 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
         if (op->result.rc == HR_OK) rc = op_table[op->type](&x, op);
     }
     if (rc == 0) pset_flush(&x); /* packed-set chunks: each written once, however many ops changed it */
-    if (rc == 0 && x.dirty) {
+    bool wrote = rc == 0 && x.dirty;
+    if (wrote) {
+        rx_cache_before_write(&x);
         char *errptr = NULL;
         if (x.wbi)
             rocksdb_write_writebatch_wi(s->db, s->wopts, x.wbi, &errptr);
@@ -528,10 +535,8 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
             rocksdb_write(s->db, s->wopts, x.wb, &errptr);
         if (errptr) rc = rx_fail(&x, errptr);
     }
-    if (rc == 0) {
-        rx_meta_commit(&x); /* the metadata cache, then the sets kept in memory, under the same locks */
-        zmem_commit(&x);
-    }
+    if (wrote || rc == 0) rx_cache_after_write(&x, rc == 0, wrote); /* the record cache, under the locks */
+    if (rc == 0) zmem_commit(&x); /* then the sets kept in memory */
     if (rc != 0) {
         zmem_abort(&x);
         fail_all(b, rc); /* nothing was written */

@@ -46,7 +46,7 @@ enum {
 #define ROCKS_STRIPES 1024u
 
 typedef struct zreg zreg;     /* the sorted sets kept in memory (rocks_zmem.c) */
-typedef struct mcache mcache; /* recently used metadata records (rocks_view.c) */
+typedef struct rcache rcache; /* recently used records of one kind (rocks_view.c) */
 
 /* The stripe of a key. */
 static inline uint32_t rocks_stripe(hr_slice key) {
@@ -65,7 +65,8 @@ typedef struct rocks_store {
      * compaction filters read metadata through db. */
     atomic_bool filters_may_read;
     zreg *zreg;
-    mcache *mcache;
+    rcache *meta_cache;  /* metadata records */
+    rcache *chunk_cache; /* packed-set chunks */
     pthread_mutex_t stripes[ROCKS_STRIPES];
     struct rqueues *queues; /* the queues' in-memory state (rocks_queue.c) */
 } rocks_store;
@@ -170,6 +171,7 @@ typedef struct rx {
     bool dirty;                     /* wb holds something */
     const uint32_t *stripes;        /* the stripes the batch holds, ascending */
     size_t nstripes;
+    uint64_t seq; /* the DB's latest sequence number just before snap */
     hr_arena mem; /* scratch, freed at the end of the batch */
     vent *tab;    /* the view: (cf, key) -> what the batch knows */
     size_t tab_cap, tab_len;
@@ -263,25 +265,22 @@ int rx_fail(rx *x, char *errptr);
 /* Free the view. */
 void rx_view_free(rx *x);
 
-/* The metadata cache. Metadata records are read by nearly every op, and a
- * few keys (a ranking, an index of everything) by every batch of a kind, so
- * the view may take a record from a small direct-mapped cache of recent ones
- * instead of reading it: when the batch holds the key's stripe lock (no other
- * batch can have changed it since it was cached: every write of a metadata
- * record goes through rx_put / rx_del and reaches the cache at commit, under
- * that lock), or when the record is a sorted set kept in memory (read at its
- * latest state anyway, store.h). */
-mcache *mcache_new(void);
-void mcache_free(mcache *c);
-/* Record key's metadata (found: raw, else none) as committed. Callers hold
- * its stripe lock. */
-void mcache_set(mcache *c, hr_slice key, bool found, hr_slice raw);
-/* Put key's cached metadata into the view when the rules above allow it;
- * true if it did (rocks.c's prefetch, before its MultiGet). */
-bool rx_meta_from_cache(rx *x, hr_slice key);
-/* After a successful commit: cache the metadata the batch wrote, and what it
- * read of keys it holds the stripe of. */
-void rx_meta_commit(rx *x);
+/* The record cache (rocks_view.c says when a batch may use it). */
+rcache *rcache_new(size_t nslots, size_t max_value);
+void rcache_free(rcache *c);
+/* Bracket a write of a cached kind of record made outside a batch's commit
+ * (stamp: the DB's latest sequence number after it). */
+void rcache_write_begin(rcache *c, hr_slice key);
+void rcache_write_end(rcache *c, hr_slice key, bool ok, bool found, hr_slice raw, uint64_t stamp);
+/* Put the record of key in cf (CF_META, or CF_SUB for a packed-set chunk)
+ * into the view from the cache when the rules allow; true if it did. Else
+ * the record, once read from the DB, is offered to the cache at the end. */
+bool rx_cached(rx *x, int cf, hr_slice key);
+/* Around the commit's Write (rocks.c): mark the cached kinds of records the
+ * batch writes as in flux; then store them (ok) or forget them, and offer
+ * the ones it read. wrote: the Write was attempted. */
+void rx_cache_before_write(rx *x);
+void rx_cache_after_write(rx *x, bool ok, bool wrote);
 
 /* Load the metadata of key through the view (m->type T_NONE when missing). A
  * corrupt record is an HR_EIO. */

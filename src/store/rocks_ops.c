@@ -262,7 +262,9 @@ static int zm_member(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool 
     return 0;
 }
 
-static int zm_write(rx *x, hr_slice key, const rmeta *m, hr_slice member, uint64_t enc, bool fresh) {
+/* Write member's record (removed: delete it) and stage the change. */
+static int zm_change(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool removed, uint64_t enc,
+                     bool fresh) {
     zent *e;
     int rc = zmem_acquire(x, key, m, fresh, &e);
     if (rc) return rc;
@@ -271,22 +273,12 @@ static int zm_write(rx *x, hr_slice key, const rmeta *m, hr_slice member, uint64
     member_key(&k, key, m->version, member);
     unsigned char v[8];
     hr_store_u64be(v, enc);
-    rx_put(x, CF_SUB, hr_buf_slice(&k), hr_slice_of((const char *)v, 8));
+    if (removed)
+        rx_del(x, CF_SUB, hr_buf_slice(&k));
+    else
+        rx_put(x, CF_SUB, hr_buf_slice(&k), hr_slice_of((const char *)v, 8));
     hr_buf_free(&k);
-    zmem_stage(x, e, member, false, enc);
-    return 0;
-}
-
-static int zm_remove(rx *x, hr_slice key, const rmeta *m, hr_slice member) {
-    zent *e;
-    int rc = zmem_acquire(x, key, m, false, &e);
-    if (rc) return rc;
-    if (e == NULL) return hr_err_set(x->err, HR_EINTERNAL, "rocksdb: a set being written is gone");
-    hr_buf k = HR_BUF_INIT;
-    member_key(&k, key, m->version, member);
-    rx_del(x, CF_SUB, hr_buf_slice(&k));
-    hr_buf_free(&k);
-    zmem_stage(x, e, member, true, 0);
+    zmem_stage(x, e, member, removed, enc);
     return 0;
 }
 
@@ -429,13 +421,14 @@ static int zget(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool *foun
 
 static int zput(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool had_old, uint64_t old_enc,
                 uint64_t enc, bool fresh) {
-    if (m->zflags & ZF_MEM) return had_old && old_enc == enc ? 0 : zm_write(x, key, m, member, enc, fresh);
+    if (m->zflags & ZF_MEM)
+        return had_old && old_enc == enc ? 0 : zm_change(x, key, m, member, false, enc, fresh);
     zs_write(x, key, m->version, member, had_old, old_enc, enc);
     return 0;
 }
 
 static int zdel(rx *x, hr_slice key, const rmeta *m, hr_slice member, uint64_t enc) {
-    if (m->zflags & ZF_MEM) return zm_remove(x, key, m, member);
+    if (m->zflags & ZF_MEM) return zm_change(x, key, m, member, true, 0, false);
     zs_remove(x, key, m->version, member, enc);
     return 0;
 }

@@ -622,6 +622,11 @@ int op_pset_card(rx *x, hr_op *op) {
 
 /* For rocks.c ------------------------------------------------------------------------- */
 
+/* A chunk for the prefetch, unless the record cache has it (rocks_view.c). */
+static void plan_chunk(rx *x, rplan *p, hr_slice k) {
+    if (!rx_cached(x, CF_SUB, k)) rplan_add(x, p, CF_SUB, hr_arena_copy(&x->mem, k));
+}
+
 void pset_plan(rx *x, const hr_op *op, const rmeta *m, rplan *p) {
     if (!meta_alive(m, x->now) || m->type != T_PSET || m->size == 0) return;
     uint32_t nc = 1u << m->bits;
@@ -629,23 +634,21 @@ void pset_plan(rx *x, const hr_op *op, const rmeta *m, rplan *p) {
     ckey_init(&k, op->key, m->version);
     switch (op->type) {
     case HR_OP_PSET_ADD:
-    case HR_OP_PSET_REM:
-        rplan_add(x, p, CF_SUB, hr_arena_copy(&x->mem, ckey_at(&k, chunk_of(m, hash_of(m, op->u64)))));
-        break;
+    case HR_OP_PSET_REM: plan_chunk(x, p, ckey_at(&k, chunk_of(m, hash_of(m, op->u64)))); break;
     case HR_OP_PSET_TEST: {
         unsigned char *seen = hr_arena_calloc(&x->mem, nc / 8 + 1);
         for (size_t i = 0; i < op->n_u64s; i++) {
             uint32_t c = chunk_of(m, hash_of(m, op->u64s[i]));
             if (seen[c / 8] & (1u << (c % 8))) continue;
             seen[c / 8] |= (unsigned char)(1u << (c % 8));
-            rplan_add(x, p, CF_SUB, hr_arena_copy(&x->mem, ckey_at(&k, c)));
+            plan_chunk(x, p, ckey_at(&k, c));
         }
         break;
     }
     case HR_OP_PSET_CARD:
         if (x->now < m->soonest) break; /* answered from the metadata */
         for (uint32_t c = 0; c < nc; c++)
-            rplan_add(x, p, CF_SUB, hr_arena_copy(&x->mem, ckey_at(&k, c)));
+            plan_chunk(x, p, ckey_at(&k, c));
         break;
     default: break;
     }

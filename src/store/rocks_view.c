@@ -50,7 +50,8 @@ struct vent {
     void *aux; /* see rx_aux; malloc'd, owned by the view */
     uint8_t cf;
     uint8_t state;
-    bool written; /* by this batch */
+    bool written;   /* by this batch */
+    bool cacheable; /* a record of a cached kind, read from the DB (see rx_cached) */
 };
 
 static uint64_t hash_of(int cf, hr_slice key) {
@@ -304,58 +305,135 @@ void rx_iter_close(rx_iter *ri) {
     memset(ri, 0, sizeof *ri);
 }
 
-/* The metadata cache ---------------------------------------------------------
+/* The record cache ------------------------------------------------------------
  *
- * Direct-mapped: a key lives in the slot its hash names, and a new key there
- * evicts the old one. Slots are guarded by striped mutexes. */
+ * Nearly every op reads its key's metadata record, a few keys (a ranking,
+ * the index every upsert writes) are read by every batch of a kind, and a
+ * query reads the same stories' records and the same packed-set chunks call
+ * after call. Each of those reads is a memtable walk or an SST block lookup
+ * (2-10 us here). So the view may take a metadata record, or a packed-set
+ * chunk, from a small direct-mapped cache instead, under two rules:
+ *
+ *   - a batch that holds the key's stripe lock may use the cached record:
+ *     every write of such a record reaches the cache at commit, under that
+ *     lock, so nobody can have changed it since;
+ *   - any other batch may use it when it is the record its snapshot sees.
+ *     rx.seq is the DB's latest sequence number taken just before the
+ *     snapshot (a lower bound of the snapshot's own). A writer marks the
+ *     slot "in flux" before its Write and, after it, stores the record with
+ *     the DB's latest sequence number then (an upper bound of its write's).
+ *     A cached record stamped s <= rx.seq, in a slot not in flux, is the
+ *     record at the snapshot: a later write of it would have marked the
+ *     slot before writing, and replaced the record (stamped > rx.seq)
+ *     after. A batch that read a record from the DB may offer it to the
+ *     cache, stamped rx.seq, only if no write has stamped that slot past
+ *     rx.seq (each slot keeps the highest stamp a write gave it, whatever
+ *     key it held): else a newer record may exist that the slot no longer
+ *     shows.
+ *
+ * A sorted set kept in memory (rocks_zmem.c) is read at its latest state
+ * anyway, so its metadata may be used whatever its stamp. Every write of a
+ * cached kind of record goes through rx_put / rx_del (metadata) or
+ * pset_flush (chunks), or brackets itself with rcache_write_begin / _end
+ * (rocks_zmem.c's promotion). */
 
-#define MCACHE_SLOTS 16384 /* a power of two */
-#define MCACHE_LOCKS 256
+#define RCACHE_LOCKS 256
 
-typedef struct mslot {
+typedef struct rslot {
     uint64_t hash;
     char *blob; /* key bytes, then value bytes; malloc'd */
     uint32_t klen, vlen;
-    uint8_t state; /* V_EMPTY, V_ABSENT, V_VALUE */
-} mslot;
+    uint8_t state;      /* V_EMPTY, V_ABSENT, V_VALUE */
+    uint32_t influx;    /* writers between write_begin and write_end */
+    uint64_t stamp;     /* of the record */
+    uint64_t watermark; /* the highest stamp a write gave this slot */
+} rslot;
 
-struct mcache {
-    pthread_mutex_t locks[MCACHE_LOCKS];
-    mslot slots[MCACHE_SLOTS];
+struct rcache {
+    size_t nslots; /* a power of two */
+    size_t max_value;
+    pthread_mutex_t locks[RCACHE_LOCKS];
+    rslot *slots;
 };
 
-mcache *mcache_new(void) {
-    mcache *c = hr_xcalloc(1, sizeof *c);
-    for (size_t i = 0; i < MCACHE_LOCKS; i++)
+rcache *rcache_new(size_t nslots, size_t max_value) {
+    rcache *c = hr_xcalloc(1, sizeof *c);
+    c->nslots = nslots;
+    c->max_value = max_value;
+    c->slots = hr_xcalloc(nslots, sizeof *c->slots);
+    for (size_t i = 0; i < RCACHE_LOCKS; i++)
         pthread_mutex_init(&c->locks[i], NULL);
     return c;
 }
 
-void mcache_free(mcache *c) {
+void rcache_free(rcache *c) {
     if (c == NULL) return;
-    for (size_t i = 0; i < MCACHE_SLOTS; i++)
+    for (size_t i = 0; i < c->nslots; i++)
         free(c->slots[i].blob);
-    for (size_t i = 0; i < MCACHE_LOCKS; i++)
+    for (size_t i = 0; i < RCACHE_LOCKS; i++)
         pthread_mutex_destroy(&c->locks[i]);
+    free(c->slots);
     free(c);
 }
 
-static uint64_t mcache_hash(hr_slice key) {
+static uint64_t rcache_hash(hr_slice key) {
     return XXH3_64bits_withSeed(key.ptr, key.len, 0x6d63);
 }
 
-void mcache_set(mcache *c, hr_slice key, bool found, hr_slice raw) {
-    uint64_t h = mcache_hash(key);
-    size_t i = h & (MCACHE_SLOTS - 1);
+/* The slot of key, locked; unlock with slot_unlock. */
+static rslot *slot_lock(rcache *c, hr_slice key, uint64_t *h, pthread_mutex_t **lock) {
+    *h = rcache_hash(key);
+    size_t i = *h & (c->nslots - 1);
+    *lock = &c->locks[i % RCACHE_LOCKS];
+    pthread_mutex_lock(*lock);
+    return &c->slots[i];
+}
+
+static bool slot_holds(const rslot *sl, uint64_t h, hr_slice key) {
+    return sl->state != V_EMPTY && sl->hash == h && sl->klen == key.len &&
+           memcmp(sl->blob, key.ptr, key.len) == 0;
+}
+
+/* Store a record in a locked slot. */
+static void slot_fill(rslot *sl, uint64_t h, hr_slice key, bool found, hr_slice raw, uint64_t stamp) {
     char *blob = hr_xmalloc(key.len + (found ? raw.len : 0) + 1);
     memcpy(blob, key.ptr, key.len);
     if (found && raw.len) memcpy(blob + key.len, raw.ptr, raw.len);
-    pthread_mutex_t *lock = &c->locks[i % MCACHE_LOCKS];
-    pthread_mutex_lock(lock);
-    mslot *sl = &c->slots[i];
     free(sl->blob);
-    *sl = (mslot){h, blob, (uint32_t)key.len, found ? (uint32_t)raw.len : 0, found ? V_VALUE : V_ABSENT};
+    sl->hash = h;
+    sl->blob = blob;
+    sl->klen = (uint32_t)key.len;
+    sl->vlen = found ? (uint32_t)raw.len : 0;
+    sl->state = found ? V_VALUE : V_ABSENT;
+    sl->stamp = stamp;
+}
+
+void rcache_write_begin(rcache *c, hr_slice key) {
+    uint64_t h;
+    pthread_mutex_t *lock;
+    rslot *sl = slot_lock(c, key, &h, &lock);
+    sl->influx++;
     pthread_mutex_unlock(lock);
+}
+
+void rcache_write_end(rcache *c, hr_slice key, bool ok, bool found, hr_slice raw, uint64_t stamp) {
+    uint64_t h;
+    pthread_mutex_t *lock;
+    rslot *sl = slot_lock(c, key, &h, &lock);
+    sl->influx--;
+    if (ok && (!found || raw.len <= c->max_value)) {
+        slot_fill(sl, h, key, found, raw, stamp);
+    } else if (slot_holds(sl, h, key)) { /* failed, or too big to keep: forget it */
+        free(sl->blob);
+        sl->blob = NULL;
+        sl->state = V_EMPTY;
+    }
+    if (ok && stamp > sl->watermark) sl->watermark = stamp;
+    pthread_mutex_unlock(lock);
+}
+
+static rcache *cache_of(rx *x, int cf) {
+    return cf == CF_META ? x->s->meta_cache : x->s->chunk_cache;
 }
 
 static bool holds_stripe(const rx *x, hr_slice key) {
@@ -371,24 +449,25 @@ static bool holds_stripe(const rx *x, hr_slice key) {
     return lo < x->nstripes && x->stripes[lo] == st;
 }
 
-bool rx_meta_from_cache(rx *x, hr_slice key) {
-    mcache *c = x->s->mcache;
-    vent *known = lookup(x, CF_META, key, false);
-    if (known && known->state != V_UNKNOWN) return false; /* the view has it already */
-    uint64_t h = mcache_hash(key);
-    size_t i = h & (MCACHE_SLOTS - 1);
-    bool locked = holds_stripe(x, key), used = false;
-    pthread_mutex_t *lock = &c->locks[i % MCACHE_LOCKS];
-    pthread_mutex_lock(lock);
-    const mslot *sl = &c->slots[i];
-    if (sl->state != V_EMPTY && sl->hash == h && sl->klen == key.len &&
-        memcmp(sl->blob, key.ptr, key.len) == 0) {
-        rmeta m;
+bool rx_cached(rx *x, int cf, hr_slice key) {
+    vent *e = lookup(x, cf, key, false);
+    if (e && e->state != V_UNKNOWN) return false; /* the view has it already */
+    /* Whose stripe: a chunk's is its set's. */
+    hr_slice user = key, rest;
+    uint64_t version;
+    if (cf != CF_META && key_parse(key, &user, &version, &rest) != 0) return false;
+    bool locked = holds_stripe(x, user), used = false;
+    uint64_t h;
+    pthread_mutex_t *lock;
+    rslot *sl = slot_lock(cache_of(x, cf), key, &h, &lock);
+    if (slot_holds(sl, h, key)) {
         hr_slice raw = hr_slice_of(sl->blob + sl->klen, sl->vlen);
-        used = locked ||
-               (sl->state == V_VALUE && meta_decode(raw, &m) == 0 && m.type == T_ZSET && (m.zflags & ZF_MEM));
+        rmeta m;
+        used = locked || (sl->influx == 0 && sl->stamp <= x->seq) ||
+               (cf == CF_META && sl->state == V_VALUE && meta_decode(raw, &m) == 0 && m.type == T_ZSET &&
+                (m.zflags & ZF_MEM));
         if (used) {
-            vent *e = lookup(x, CF_META, key, true);
+            e = lookup(x, cf, key, true);
             if (sl->state == V_VALUE)
                 set_value(x, e, raw.ptr, raw.len);
             else
@@ -396,17 +475,46 @@ bool rx_meta_from_cache(rx *x, hr_slice key) {
         }
     }
     pthread_mutex_unlock(lock);
+    if (!used) lookup(x, cf, key, true)->cacheable = true; /* read from the DB: offer it after */
     return used;
 }
 
-void rx_meta_commit(rx *x) {
+/* The records of a cached kind the batch writes: its metadata records, and
+ * the packed-set chunks pset_flush wrote (repeats included, in both loops). */
+void rx_cache_before_write(rx *x) {
     for (size_t i = 0; i < x->tab_cap; i++) {
         vent *e = &x->tab[i];
-        if (e->cf != CF_META || (e->state != V_VALUE && e->state != V_ABSENT)) continue;
-        hr_slice key = hr_slice_of(e->key, e->klen);
-        if (!e->written && !holds_stripe(x, key))
-            continue; /* read at a snapshot another batch may have passed */
-        mcache_set(x->s->mcache, key, e->state == V_VALUE, hr_slice_of(e->val, e->vlen));
+        if (e->cf == CF_META && e->written)
+            rcache_write_begin(x->s->meta_cache, hr_slice_of(e->key, e->klen));
+    }
+    for (size_t i = 0; i < x->pset_ndirty; i++)
+        rcache_write_begin(x->s->chunk_cache, x->pset_dirty[i]);
+}
+
+void rx_cache_after_write(rx *x, bool ok, bool wrote) {
+    uint64_t stamp = ok && wrote ? rocksdb_get_latest_sequence_number(x->s->db) : 0;
+    for (size_t i = 0; wrote && i < x->pset_ndirty; i++) {
+        hr_slice k = x->pset_dirty[i], v = {0};
+        bool found = false, known = ok && rx_known(x, CF_SUB, k, &v, &found); /* written: known */
+        rcache_write_end(x->s->chunk_cache, k, known, found, v, stamp);
+    }
+    for (size_t i = 0; i < x->tab_cap; i++) {
+        vent *e = &x->tab[i];
+        if (e->state != V_VALUE && e->state != V_ABSENT) continue;
+        hr_slice key = hr_slice_of(e->key, e->klen), val = hr_slice_of(e->val, e->vlen);
+        bool found = e->state == V_VALUE;
+        if (e->cf == CF_META && e->written) {
+            if (wrote) rcache_write_end(x->s->meta_cache, key, ok, found, val, stamp);
+            continue;
+        }
+        if (!ok || !e->cacheable || e->written || (found && val.len > cache_of(x, e->cf)->max_value))
+            continue;
+        /* Read at the snapshot: offer it, if no write has stamped the slot since. */
+        uint64_t h;
+        pthread_mutex_t *lock;
+        rslot *sl = slot_lock(cache_of(x, e->cf), key, &h, &lock);
+        if (sl->influx == 0 && sl->watermark <= x->seq) slot_fill(sl, h, key, found, val, x->seq);
+        pthread_mutex_unlock(lock);
     }
 }
 

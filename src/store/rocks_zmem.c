@@ -590,34 +590,31 @@ bool zent_score(zent *e, hr_slice member, uint64_t *enc) {
     return node != NULL;
 }
 
+/* Move (bi, oi) to the item before it; false at the first item. */
+static bool step_back(const zmem *z, size_t *bi, size_t *oi) {
+    if (*oi > 0) {
+        (*oi)--;
+    } else if (*bi > 0) {
+        (*bi)--;
+        *oi = z->blocks[*bi]->n - 1;
+    } else {
+        return false;
+    }
+    return true;
+}
+
 void zent_walk(zent *e, bool reverse, uint64_t enc, hr_slice member, zs_visit visit, void *ctx) {
     pthread_rwlock_rdlock(&e->lock);
     zmem *z = &e->z;
     size_t bi, oi;
     /* forward: the first item >= target; backward: the last item <= target */
     seek(z, enc, member.ptr, member.len, reverse, &bi, &oi);
-    if (reverse) {
-        if (oi > 0) {
-            oi--;
-        } else if (bi > 0) {
-            bi--;
-            oi = z->blocks[bi]->n - 1;
-        } else {
-            bi = z->nblocks; /* nothing at or below */
-        }
-    }
+    if (reverse && !step_back(z, &bi, &oi)) bi = z->nblocks; /* nothing at or below */
     while (bi < z->nblocks) {
         const zitem *it = &z->blocks[bi]->items[oi];
         if (!visit(ctx, it->enc, hr_slice_of(it->node->bytes, it->node->len))) break;
         if (reverse) {
-            if (oi > 0) {
-                oi--;
-            } else if (bi > 0) {
-                bi--;
-                oi = z->blocks[bi]->n - 1;
-            } else {
-                break;
-            }
+            if (!step_back(z, &bi, &oi)) break;
         } else if (++oi == z->blocks[bi]->n) {
             bi++;
             oi = 0;
@@ -705,10 +702,11 @@ static void promote(rx *x, const zmoves *v, uint64_t moves) {
         hr_buf buf = HR_BUF_INIT;
         meta_encode(&m, &buf);
         char *errptr = NULL;
+        rcache_write_begin(x->s->meta_cache, v->key);
         rocksdb_put_cf(x->s->db, x->s->wopts, x->s->cf[CF_META], v->key.ptr, v->key.len, buf.data, buf.len,
                        &errptr);
-        if (errptr == NULL)
-            mcache_set(x->s->mcache, v->key, true, hr_buf_slice(&buf)); /* we hold its stripe */
+        rcache_write_end(x->s->meta_cache, v->key, errptr == NULL, true, hr_buf_slice(&buf),
+                         rocksdb_get_latest_sequence_number(x->s->db));
         hr_buf_free(&buf);
         if (errptr) {
             hr_warn("rocksdb: could not mark a sorted set in memory: %s", errptr);
