@@ -3,7 +3,7 @@
 # any is missing. Safe to run again: it does nothing when all are present.
 set -eu
 PKGS="build-essential pkg-config librocksdb-dev libhiredis-dev libmicrohttpd-dev libjansson-dev
-libssl-dev libxxhash-dev libzstd-dev libcriterion-dev redis-server redis-tools python3 python3-pytest
+libssl-dev libxxhash-dev libzstd-dev libjemalloc-dev libcriterion-dev redis-server redis-tools python3 python3-pytest
 python3-requests wrk nginx-light curl"
 missing=""
 for p in $PKGS; do
