@@ -18,36 +18,74 @@
 
 #include "api/api.h"
 #include "api/json.h"
+#include "api/json_out.h"
 #include "common/clock.h"
 #include "common/log.h"
 
 /* ---- Rendering ---- */
 
-static json_t *activity_json(const hr_activity *x) {
-    json_t *o = json_object();
-    json_object_set_new(o, "id", json_string(x->id));
-    json_object_set_new(o, "actor", json_stringn(x->actor.ptr, x->actor.len));
-    json_object_set_new(o, "verb", json_stringn(x->verb.ptr, x->verb.len));
-    if (x->object.len) json_object_set_new(o, "object", json_stringn(x->object.ptr, x->object.len));
-    if (x->target.len) json_object_set_new(o, "target", json_stringn(x->target.ptr, x->target.len));
-    json_object_set_new(o, "time", json_integer(x->time_ms));
-    if (x->foreign_id.len) json_object_set_new(o, "foreign_id", json_stringn(x->foreign_id.ptr, x->foreign_id.len));
-    if (x->data.len) {
-        /* Stored as the JSON text the create or update was given. */
-        json_t *d = json_loadb(x->data.ptr, x->data.len, JSON_DECODE_ANY, NULL);
-        if (d == NULL) hr_warn("activity %s: stored data is not JSON", x->id);
-        json_object_set_new(o, "data", d ? d : json_null());
+/* An activity's members, in the order API.md shows them. data is stored as
+ * the compact JSON text the create or update was given (dumped by jansson
+ * there, so it is valid JSON) and goes out verbatim. */
+static void activity_write(hr_jw *w, const hr_activity *x) {
+    hr_jw_open(w, '{');
+    hr_jw_key(w, "id");
+    hr_jw_str(w, hr_slice_of(x->id, strlen(x->id)));
+    hr_jw_key(w, "actor");
+    hr_jw_str(w, x->actor);
+    hr_jw_key(w, "verb");
+    hr_jw_str(w, x->verb);
+    if (x->object.len) {
+        hr_jw_key(w, "object");
+        hr_jw_str(w, x->object);
     }
-    return o;
+    if (x->target.len) {
+        hr_jw_key(w, "target");
+        hr_jw_str(w, x->target);
+    }
+    hr_jw_key(w, "time");
+    hr_jw_int(w, x->time_ms);
+    if (x->foreign_id.len) {
+        hr_jw_key(w, "foreign_id");
+        hr_jw_str(w, x->foreign_id);
+    }
+    if (x->data.len) {
+        hr_jw_key(w, "data");
+        hr_jw_raw(w, x->data);
+    }
+}
+
+/* One activity; "duplicate": true for a create that found it already made. */
+static void reply_activity(hr_request *req, unsigned status, const hr_activity *x, bool duplicate) {
+    hr_buf out = HR_BUF_INIT;
+    hr_jw w = hr_jw_start(&out);
+    activity_write(&w, x);
+    if (duplicate) {
+        hr_jw_key(&w, "duplicate");
+        hr_jw_bool(&w, true);
+    }
+    hr_jw_close(&w, '}');
+    hr_reply_json_text(req, status, &out);
 }
 
 static void reply_page(hr_request *req, const hr_feed_page *page) {
-    json_t *items = json_array();
-    for (size_t i = 0; i < page->n; i++) json_array_append_new(items, activity_json(&page->items[i]));
-    json_t *body = json_object();
-    json_object_set_new(body, "activities", items);
-    if (page->next_cursor) json_object_set_new(body, "next_cursor", json_string(page->next_cursor));
-    hr_reply_json(req, 200, body);
+    hr_buf out = HR_BUF_INIT;
+    hr_buf_reserve(&out, 256 + page->n * 256);
+    hr_jw w = hr_jw_start(&out);
+    hr_jw_open(&w, '{');
+    hr_jw_key(&w, "activities");
+    hr_jw_open(&w, '[');
+    for (size_t i = 0; i < page->n; i++) {
+        activity_write(&w, &page->items[i]);
+        hr_jw_close(&w, '}');
+    }
+    hr_jw_close(&w, ']');
+    if (page->next_cursor) {
+        hr_jw_key(&w, "next_cursor");
+        hr_jw_str(&w, hr_slice_of(page->next_cursor, strlen(page->next_cursor)));
+    }
+    hr_jw_close(&w, '}');
+    hr_reply_json_text(req, 200, &out);
 }
 
 /* ---- Input ---- */
@@ -134,9 +172,7 @@ void hr_api_activity_create(hr_request *req) {
     if (rc == HR_OK) rc = hr_feeds_create(app->feeds, &in, hr_now_ms(), hr_req_arena(req), &out, &duplicate, &err);
     json_decref(body);
     if (rc != HR_OK) return hr_reply_error(req, rc, &err);
-    json_t *o = activity_json(&out);
-    if (duplicate) json_object_set_new(o, "duplicate", json_true());
-    hr_reply_json(req, duplicate ? 200 : 201, o);
+    reply_activity(req, duplicate ? 200 : 201, &out, duplicate);
 }
 
 void hr_api_activity_get(hr_request *req) {
@@ -145,7 +181,7 @@ void hr_api_activity_get(hr_request *req) {
     hr_activity x;
     int rc = hr_feeds_get(app->feeds, hr_req_param(req, "id"), hr_req_arena(req), &x, &err);
     if (rc != HR_OK) return hr_reply_error(req, rc, &err);
-    hr_reply_json(req, 200, activity_json(&x));
+    reply_activity(req, 200, &x, false);
 }
 
 void hr_api_activity_update(hr_request *req) {
@@ -167,7 +203,7 @@ void hr_api_activity_update(hr_request *req) {
                              hr_req_arena(req), &out, &err);
     json_decref(body);
     if (rc != HR_OK) return hr_reply_error(req, rc, &err);
-    hr_reply_json(req, 200, activity_json(&out));
+    reply_activity(req, 200, &out, false);
 }
 
 void hr_api_activity_delete(hr_request *req) {

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "common/arena.h"
+#include "common/buf.h"
 #include "common/err.h"
 #include "common/ident.h"
 #include "common/slice.h"
@@ -116,6 +117,10 @@ hr_http_server *hr_req_server(const hr_request *req);
 void hr_reply_text(hr_request *req, unsigned status, hr_slice body);
 /* application/json. Takes the reference to body (json_decref'd here). */
 void hr_reply_json(hr_request *req, unsigned status, json_t *body);
+/* Answer with JSON text already written (api/json_out.h). Takes the
+ * buffer's memory, which the answer frees when it is sent; *text is left
+ * empty. */
+void hr_reply_json_text(hr_request *req, unsigned status, hr_buf *text);
 /* RFC 9457 application/problem+json: {"type":"about:blank","title":<reason
  * phrase of status>,"status":status,"detail":<formatted>}. */
 void hr_reply_problem(hr_request *req, unsigned status, const char *fmt, ...)

@@ -147,6 +147,20 @@ void hr_reply_json(hr_request *req, unsigned status, json_t *body) {
     server_respond(req, status, resp);
 }
 
+void hr_reply_json_text(hr_request *req, unsigned status, hr_buf *text) {
+    if (server_answered(req, status)) {
+        hr_buf_free(text);
+        return;
+    }
+    size_t len = text->len;
+    char *data = text->data ? text->data : hr_xmalloc(1);
+    *text = (hr_buf)HR_BUF_INIT;
+    /* MUST_FREE: hr_buf's memory comes from malloc (common/alloc.c). */
+    struct MHD_Response *resp = server_response(len, data, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    server_respond(req, status, resp);
+}
+
 /* ---- The checks before the handler ---- */
 
 /* Remember a failed check, to be answered when the body is in. The first

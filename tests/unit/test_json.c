@@ -1,7 +1,11 @@
 /* Unit tests of api/json: every rejection names the field. */
 #include <criterion/criterion.h>
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "api/json.h"
+#include "api/json_out.h"
 
 static json_t *parse(const char *text) {
     json_t *o = NULL;
@@ -79,4 +83,58 @@ Test(json, ident_arrays) {
     cr_assert_eq(hr_json_ident_array(o, "objects", 10, &a, &items, &n, &err), HR_EINVAL);
     json_decref(o);
     hr_arena_free(&a);
+}
+
+/* ---- api/json_out: the writer feed pages are rendered with ---- */
+
+/* What w wrote, as a C string (the buffer is not NUL-terminated by it). */
+static const char *written(hr_buf *b) {
+    hr_buf_append_byte(b, '\0');
+    b->len--;
+    return b->data;
+}
+
+Test(json_out, commas_nesting_and_raw_values) {
+    hr_buf b = HR_BUF_INIT;
+    hr_jw w = hr_jw_start(&b);
+    hr_jw_open(&w, '{');
+    hr_jw_key(&w, "a");
+    hr_jw_int(&w, -12);
+    hr_jw_key(&w, "list");
+    hr_jw_open(&w, '[');
+    hr_jw_str(&w, hr_slice_str("x"));
+    hr_jw_open(&w, '{');
+    hr_jw_close(&w, '}');
+    hr_jw_raw(&w, hr_slice_str("{\"k\":[1,2]}"));
+    hr_jw_bool(&w, false);
+    hr_jw_close(&w, ']');
+    hr_jw_key(&w, "empty");
+    hr_jw_open(&w, '[');
+    hr_jw_close(&w, ']');
+    hr_jw_key(&w, "t");
+    hr_jw_bool(&w, true);
+    hr_jw_close(&w, '}');
+    cr_assert_str_eq(written(&b), "{\"a\":-12,\"list\":[\"x\",{},{\"k\":[1,2]},false],\"empty\":[],\"t\":true}");
+    hr_buf_free(&b);
+}
+
+/* Every string jansson would escape is escaped the same way, and the result
+ * parses back to the original bytes. */
+Test(json_out, strings_escape_as_jansson_does) {
+    const char raw[] = "q\"b\\s/\n\r\t\b\f\x01\x1f\x7f caf\xc3\xa9 end";
+    hr_slice s = hr_slice_of(raw, sizeof raw - 1);
+    hr_buf b = HR_BUF_INIT;
+    hr_jw w = hr_jw_start(&b);
+    hr_jw_str(&w, s);
+    json_t *ref = json_stringn(raw, sizeof raw - 1);
+    char *expect = json_dumps(ref, JSON_ENCODE_ANY | JSON_COMPACT);
+    cr_assert_str_eq(written(&b), expect);
+    json_t *back = json_loadb(b.data, b.len, JSON_DECODE_ANY, NULL);
+    cr_assert_not_null(back);
+    cr_assert_eq(json_string_length(back), sizeof raw - 1);
+    cr_assert_eq(memcmp(json_string_value(back), raw, sizeof raw - 1), 0);
+    json_decref(back);
+    json_decref(ref);
+    free(expect);
+    hr_buf_free(&b);
 }

@@ -1,0 +1,86 @@
+/* json_out.c — see json_out.h. */
+#include "api/json_out.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+hr_jw hr_jw_start(hr_buf *out) {
+    hr_jw w = {.out = out};
+    return w;
+}
+
+/* Before any value or key: the comma that separates it from the previous
+ * item of its level, unless it is the value of a key just written. */
+static void item(hr_jw *w) {
+    if (w->after_key) {
+        w->after_key = false;
+        return;
+    }
+    if (w->has_item[w->depth]) hr_buf_append_byte(w->out, ',');
+    w->has_item[w->depth] = true;
+}
+
+void hr_jw_open(hr_jw *w, char bracket) {
+    item(w);
+    hr_buf_append_byte(w->out, (uint8_t)bracket);
+    if (w->depth < HR_JW_DEPTH) w->depth++;
+    w->has_item[w->depth] = false;
+}
+
+void hr_jw_close(hr_jw *w, char bracket) {
+    hr_buf_append_byte(w->out, (uint8_t)bracket);
+    if (w->depth > 0) w->depth--;
+}
+
+void hr_jw_key(hr_jw *w, const char *key) {
+    item(w);
+    hr_buf_append_byte(w->out, '"');
+    hr_buf_append_str(w->out, key);
+    hr_buf_append(w->out, "\":", 2);
+    w->after_key = true;
+}
+
+void hr_jw_str(hr_jw *w, hr_slice s) {
+    item(w);
+    hr_buf_reserve(w->out, s.len + 2);
+    hr_buf_append_byte(w->out, '"');
+    size_t run = 0; /* bytes copied as they are, appended in one go */
+    for (size_t i = 0; i < s.len; i++) {
+        unsigned char c = (unsigned char)s.ptr[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        hr_buf_append(w->out, s.ptr + run, i - run);
+        run = i + 1;
+        char esc[8];
+        switch (c) {
+        case '"': hr_buf_append(w->out, "\\\"", 2); break;
+        case '\\': hr_buf_append(w->out, "\\\\", 2); break;
+        case '\n': hr_buf_append(w->out, "\\n", 2); break;
+        case '\r': hr_buf_append(w->out, "\\r", 2); break;
+        case '\t': hr_buf_append(w->out, "\\t", 2); break;
+        case '\b': hr_buf_append(w->out, "\\b", 2); break;
+        case '\f': hr_buf_append(w->out, "\\f", 2); break;
+        default:
+            snprintf(esc, sizeof esc, "\\u%04X", c);
+            hr_buf_append(w->out, esc, 6);
+        }
+    }
+    hr_buf_append(w->out, s.ptr + run, s.len - run);
+    hr_buf_append_byte(w->out, '"');
+}
+
+void hr_jw_int(hr_jw *w, int64_t v) {
+    item(w);
+    char num[24];
+    int n = snprintf(num, sizeof num, "%" PRId64, v);
+    hr_buf_append(w->out, num, (size_t)n);
+}
+
+void hr_jw_bool(hr_jw *w, bool v) {
+    item(w);
+    hr_buf_append_str(w->out, v ? "true" : "false");
+}
+
+void hr_jw_raw(hr_jw *w, hr_slice json) {
+    item(w);
+    hr_buf_append(w->out, json.ptr, json.len);
+}
