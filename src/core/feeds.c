@@ -411,11 +411,50 @@ typedef struct page_plan {
     size_t max_items;          /* positions past this are not shown (timeline_max) */
     size_t scan_max;           /* entries examined at most (queries) */
     const hr_activity *filter; /* queries */
+    hr_slice big_key;          /* timelines: the reader's big accounts, read with the first round */
 } page_plan;
 
 #define READ_ROUNDS 8
 
-static int read_page(hr_feeds *f, const page_plan *plan, const hr_feed_req *req, int64_t now_ms, hr_arena *a,
+/* The feed keys of the big accounts in r (members "u:UID" / "g:GID"),
+ * appended to plan's keys (allocated with room for them by the caller). */
+static void add_big_keys(hr_feeds *f, page_plan *plan, const hr_result *r, hr_arena *a) {
+    hr_buf k = HR_BUF_INIT;
+    hr_slice *keys = hr_arena_alloc(a, (plan->n_keys + r->n_entries) * sizeof *keys);
+    memcpy(keys, plan->keys, plan->n_keys * sizeof *keys);
+    plan->keys = keys;
+    for (size_t i = 0; i < r->n_entries; i++) {
+        hr_slice acct = r->entries[i].member;
+        if (acct.len < 3) continue;
+        hr_slice who = hr_slice_of(acct.ptr + 2, acct.len - 2);
+        hr_slice key = acct.ptr[0] == 'g' ? hr_feeds_group_key(f, who, &k) : hr_feeds_user_key(f, who, "/fd", &k);
+        plan->keys[plan->n_keys++] = hr_arena_copy(a, key);
+    }
+    hr_buf_free(&k);
+}
+
+/* The entries of b's range reads [first, first + n), appended to all[*n_all]
+ * (copied into a: the next batch reuses b). */
+static void collect(const hr_batch *b, size_t first, size_t n, hr_zentry *all, size_t *n_all, bool *more,
+                    hr_arena *a) {
+    for (size_t i = first; i < first + n; i++) {
+        const hr_result *r = hr_batch_result(b, i);
+        *more |= r->more;
+        for (size_t j = 0; j < r->n_entries; j++) {
+            all[*n_all] = r->entries[j];
+            all[*n_all].member = hr_arena_copy(a, r->entries[j].member);
+            (*n_all)++;
+        }
+    }
+}
+
+static size_t entries_in(const hr_batch *b, size_t first, size_t n) {
+    size_t total = 0;
+    for (size_t i = first; i < first + n; i++) total += hr_batch_result(b, i)->n_entries;
+    return total;
+}
+
+static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64_t now_ms, hr_arena *a,
                      hr_feed_page *out, hr_err *err) {
     memset(out, 0, sizeof *out);
     if (req->limit < 1 || req->limit > HR_FEED_PAGE_MAX)
@@ -448,25 +487,38 @@ static int read_page(hr_feeds *f, const page_plan *plan, const hr_feed_req *req,
             spec.cursor_member = hr_slice_of(pos.id, HR_ACTIVITY_ID_LEN);
         }
         for (size_t i = 0; i < plan->n_keys; i++) hr_tlrange(b, plan->keys[i], &spec);
+        /* A timeline's first round also reads the reader's big accounts, so
+         * that a reader who follows none (nearly everyone) costs one range
+         * round trip and one multi-get. */
+        bool big_now = round == 0 && plan->big_key.len > 0;
+        hr_zrange_spec every = hr_zrange_all(false, HR_ZRANGE_LIMIT_MAX);
+        size_t big_op = big_now ? hr_zrange(b, plan->big_key, &every) : 0;
         rc = hr_core_exec(f->store, b, 0, "feed", err);
         if (rc != HR_OK) break;
-        /* Merge: the newest `want` of all lists, without repeats. */
-        size_t total = 0;
         more = false;
-        for (size_t i = 0; i < plan->n_keys; i++) {
-            total += hr_batch_result(b, i)->n_entries;
-            more |= hr_batch_result(b, i)->more;
-        }
-        hr_zentry *all = hr_arena_alloc(a, (total + 1) * sizeof *all);
+        size_t n_lists = plan->n_keys;
+        size_t total = entries_in(b, 0, n_lists);
+        hr_zentry *all = NULL;
         size_t n = 0;
-        for (size_t i = 0; i < plan->n_keys; i++) {
-            const hr_result *r = hr_batch_result(b, i);
-            for (size_t j = 0; j < r->n_entries; j++) {
-                all[n] = r->entries[j];
-                all[n].member = hr_arena_copy(a, r->entries[j].member);
-                n++;
-            }
+        if (big_now && hr_batch_result(b, big_op)->n_entries > 0) {
+            /* Their feeds, read from the same position in a second batch. */
+            add_big_keys(f, plan, hr_batch_result(b, big_op), a);
+            all = hr_arena_alloc(a, (total + 1) * sizeof *all);
+            collect(b, 0, n_lists, all, &n, &more, a);
+            hr_batch_reset(b);
+            for (size_t i = n_lists; i < plan->n_keys; i++) hr_tlrange(b, plan->keys[i], &spec);
+            rc = hr_core_exec(f->store, b, 0, "feed", err);
+            if (rc != HR_OK) break;
+            size_t extra = entries_in(b, 0, plan->n_keys - n_lists);
+            hr_zentry *grown = hr_arena_alloc(a, (n + extra + 1) * sizeof *grown);
+            memcpy(grown, all, n * sizeof *all);
+            all = grown;
+            collect(b, 0, plan->n_keys - n_lists, all, &n, &more, a);
+        } else {
+            all = hr_arena_alloc(a, (total + 1) * sizeof *all);
+            collect(b, 0, n_lists, all, &n, &more, a);
         }
+        /* Merge: the newest `want` of all lists, without repeats. */
         qsort(all, n, sizeof *all, entry_cmp);
         size_t m = 0;
         for (size_t i = 0; i < n; i++)
@@ -513,7 +565,6 @@ int hr_feeds_read(hr_feeds *f, hr_feed_kind kind, hr_slice id, const hr_feed_req
     if (!hr_ident_valid(id)) return hr_err_set(err, HR_EINVAL, "%s must be an identifier", kind == HR_FEED_GROUP ? "gid" : "uid");
     hr_buf k = HR_BUF_INIT;
     page_plan plan = {.after_ms = req->after_ms, .max_items = SIZE_MAX, .scan_max = SIZE_MAX};
-    int rc = HR_OK;
     if (kind == HR_FEED_USER || kind == HR_FEED_GROUP) {
         plan.keys = hr_arena_alloc(a, sizeof *plan.keys);
         plan.keys[0] = hr_arena_copy(a, kind == HR_FEED_USER ? hr_feeds_user_key(f, id, "/fd", &k)
@@ -524,26 +575,12 @@ int hr_feeds_read(hr_feeds *f, hr_feed_kind kind, hr_slice id, const hr_feed_req
         int64_t oldest = now_ms - f->opts.timeline_ttl_ms;
         if (plan.after_ms < oldest) plan.after_ms = oldest;
         plan.max_items = f->opts.timeline_max;
-        hr_batch *b = hr_batch_new();
-        hr_zrange_spec all = hr_zrange_all(false, HR_ZRANGE_LIMIT_MAX);
-        size_t op = hr_zrange(b, hr_feeds_user_key(f, id, "/big", &k), &all);
-        rc = hr_core_exec(f->store, b, 0, "timeline", err);
-        if (rc == HR_OK) {
-            const hr_result *r = hr_batch_result(b, op);
-            plan.keys = hr_arena_alloc(a, (r->n_entries + 1) * sizeof *plan.keys);
-            plan.keys[plan.n_keys++] = hr_arena_copy(a, hr_feeds_user_key(f, id, "/tl", &k));
-            for (size_t i = 0; i < r->n_entries; i++) {
-                hr_slice acct = r->entries[i].member;
-                if (acct.len < 3) continue;
-                hr_slice who = hr_slice_of(acct.ptr + 2, acct.len - 2);
-                hr_slice key = acct.ptr[0] == 'g' ? hr_feeds_group_key(f, who, &k) : hr_feeds_user_key(f, who, "/fd", &k);
-                plan.keys[plan.n_keys++] = hr_arena_copy(a, key);
-            }
-        }
-        hr_batch_free(b);
+        plan.keys = hr_arena_alloc(a, sizeof *plan.keys);
+        plan.keys[0] = hr_arena_copy(a, hr_feeds_user_key(f, id, "/tl", &k));
+        plan.n_keys = 1;
+        plan.big_key = hr_arena_copy(a, hr_feeds_user_key(f, id, "/big", &k));
     }
     hr_buf_free(&k);
-    if (rc != HR_OK) return rc;
     return read_page(f, &plan, req, now_ms, a, out, err);
 }
 
