@@ -16,16 +16,13 @@ void hr_buf_reserve(hr_buf *b, size_t extra) {
     b->cap = cap;
 }
 
-void hr_buf_append(hr_buf *b, const void *p, size_t n) {
+void hr_buf_append_slow(hr_buf *b, const void *p, size_t n) {
     hr_buf_reserve(b, n);
     if (n) memcpy(b->data + b->len, p, n);
     b->len += n;
     b->data[b->len] = '\0';
 }
 
-void hr_buf_append_slice(hr_buf *b, hr_slice s) { hr_buf_append(b, s.ptr, s.len); }
-void hr_buf_append_str(hr_buf *b, const char *s) { hr_buf_append(b, s, strlen(s)); }
-void hr_buf_append_byte(hr_buf *b, uint8_t c) { hr_buf_append(b, &c, 1); }
 
 void hr_buf_printf(hr_buf *b, const char *fmt, ...) {
     va_list ap;

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "slice.h"
 
@@ -19,10 +20,21 @@ typedef struct hr_buf {
 #define HR_BUF_INIT {NULL, 0, 0}
 
 void hr_buf_reserve(hr_buf *b, size_t extra);
-void hr_buf_append(hr_buf *b, const void *p, size_t n);
-void hr_buf_append_slice(hr_buf *b, hr_slice s);
-void hr_buf_append_str(hr_buf *b, const char *s);
-void hr_buf_append_byte(hr_buf *b, uint8_t c);
+void hr_buf_append_slow(hr_buf *b, const void *p, size_t n);
+/* Appends are inline: keys and answers are built from many small pieces,
+ * and a call per piece showed in profiles (7 % of a timeline page). */
+static inline void hr_buf_append(hr_buf *b, const void *p, size_t n) {
+    if (b->len + n < b->cap) { /* room for the bytes and the trailing NUL */
+        if (n) memcpy(b->data + b->len, p, n);
+        b->len += n;
+        b->data[b->len] = '\0';
+        return;
+    }
+    hr_buf_append_slow(b, p, n);
+}
+static inline void hr_buf_append_slice(hr_buf *b, hr_slice s) { hr_buf_append(b, s.ptr, s.len); }
+static inline void hr_buf_append_str(hr_buf *b, const char *s) { hr_buf_append(b, s, strlen(s)); }
+static inline void hr_buf_append_byte(hr_buf *b, uint8_t c) { hr_buf_append(b, &c, 1); }
 void hr_buf_printf(hr_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Big-endian fixed-width integers: byte order equals numeric order. */
 void hr_buf_append_u64be(hr_buf *b, uint64_t v);
