@@ -75,7 +75,17 @@ typedef struct shared {
     pthread_mutex_t err_mu;
     const char *phase;
     uint64_t phase_total;
+    struct planned_post *posts; /* phase 2, oldest first */
+    uint64_t n_posts;
 } shared;
+
+/* One activity to post: who, when, and the seed of its other fields. */
+typedef struct planned_post {
+    int64_t time_ms;
+    uint64_t user;
+    uint64_t nth; /* of the user's posts */
+    uint64_t seed;
+} planned_post;
 
 static void fail(shared *sh, const hr_err *err) {
     pthread_mutex_lock(&sh->err_mu);
@@ -144,37 +154,64 @@ static void load_user(shared *sh, uint64_t u, uint64_t *rng, hr_arena *a) {
     }
 }
 
-/* Phase 2: each user's activities. */
-static void post_user(shared *sh, uint64_t u, uint64_t *rng, hr_arena *a) {
-    /* Poisson-ish: the floor of the mean, plus one with the remainder's chance. */
+/* Phase 2 posts in time order, oldest first, as a live service receives
+ * them: each fan-out then adds the newest entry of every timeline it
+ * touches, which is the write pattern time lists are built for (and what
+ * the fan-out benchmark must measure). Each user's posts (Poisson-ish: the
+ * floor of the mean, plus one with the remainder's chance) get times over
+ * the last 60 days and seeds of their own, drawn from the user's stream so
+ * that a run is reproducible whatever the threads do. */
+static int post_order(const void *pa, const void *pb) {
+    const planned_post *x = pa, *y = pb;
+    if (x->time_ms != y->time_ms) return x->time_ms < y->time_ms ? -1 : 1;
+    return x->user < y->user ? -1 : x->user > y->user;
+}
+
+static void plan_posts(shared *sh) {
     double mean = sh->o->activities;
-    uint64_t k = (uint64_t)mean + (next_unit(rng) <= mean - floor(mean) ? 1 : 0);
+    size_t cap = (size_t)(sh->o->users * (mean + 1)) + 1, n = 0;
+    planned_post *posts = hr_xcalloc(cap, sizeof *posts);
+    for (uint64_t u = 0; u < sh->o->users; u++) {
+        uint64_t rng = (sh->o->seed * 0x9E3779B97F4A7C15ULL + 0x51ED) ^ (u * 0xD1B54A32D192ED03ULL);
+        if (rng == 0) rng = 1;
+        uint64_t k = (uint64_t)mean + (next_unit(&rng) <= mean - floor(mean) ? 1 : 0);
+        for (uint64_t i = 0; i < k && n < cap; i++)
+            posts[n++] = (planned_post){.time_ms = sh->now - (int64_t)(next_u64(&rng) % (uint64_t)(60 * DAY_MS)),
+                                        .user = u, .nth = i, .seed = next_u64(&rng) | 1};
+    }
+    qsort(posts, n, sizeof *posts, post_order);
+    sh->posts = posts;
+    sh->n_posts = n;
+}
+
+/* Phase 2: post number `index` of the plan. */
+static void post_one(shared *sh, uint64_t index, uint64_t *unused, hr_arena *a) {
+    const planned_post *p = &sh->posts[index];
+    uint64_t rng = p->seed;
     char me[32];
-    int len = snprintf(me, sizeof me, "u%llu", (unsigned long long)u);
+    int len = snprintf(me, sizeof me, "u%llu", (unsigned long long)p->user);
     hr_slice *groups = NULL;
     size_t n_groups = 0;
     hr_err err = {0};
-    if (k && hr_graph_all(sh->graph, HR_GRAPH_GROUPS, hr_slice_of(me, (size_t)len), 10, a, &groups, &n_groups, &err) != HR_OK)
+    if (hr_graph_all(sh->graph, HR_GRAPH_GROUPS, hr_slice_of(me, (size_t)len), 10, a, &groups, &n_groups, &err) != HR_OK)
         return fail(sh, &err);
-    for (uint64_t i = 0; i < k; i++) {
-        char object[48], target[48], data[64];
-        snprintf(object, sizeof object, "object:%llu", (unsigned long long)(next_u64(rng) % 1000000));
-        hr_activity in = {.actor = hr_slice_of(me, (size_t)len),
-                          .verb = hr_slice_str(verbs[next_u64(rng) % (sizeof verbs / sizeof verbs[0])]),
-                          .object = hr_slice_str(object),
-                          .time_ms = sh->now - (int64_t)(next_u64(rng) % (uint64_t)(60 * DAY_MS))};
-        if (n_groups && next_u64(rng) % 5 == 0) {
-            hr_slice g = groups[next_u64(rng) % n_groups];
-            snprintf(target, sizeof target, "group:%.*s", (int)g.len, g.ptr);
-            in.target = hr_slice_str(target);
-        }
-        int dlen = snprintf(data, sizeof data, "{\"text\":\"synthetic %llu\"}", (unsigned long long)i);
-        in.data = hr_slice_of(data, (size_t)dlen);
-        hr_activity out;
-        bool dup;
-        if (hr_feeds_create(sh->feeds, &in, sh->now, a, &out, &dup, &err) != HR_OK) return fail(sh, &err);
-        atomic_fetch_add(&sh->activities, 1);
+    char object[48], target[48], data[64];
+    snprintf(object, sizeof object, "object:%llu", (unsigned long long)(next_u64(&rng) % 1000000));
+    hr_activity in = {.actor = hr_slice_of(me, (size_t)len),
+                      .verb = hr_slice_str(verbs[next_u64(&rng) % (sizeof verbs / sizeof verbs[0])]),
+                      .object = hr_slice_str(object),
+                      .time_ms = p->time_ms};
+    if (n_groups && next_u64(&rng) % 5 == 0) {
+        hr_slice g = groups[next_u64(&rng) % n_groups];
+        snprintf(target, sizeof target, "group:%.*s", (int)g.len, g.ptr);
+        in.target = hr_slice_str(target);
     }
+    int dlen = snprintf(data, sizeof data, "{\"text\":\"synthetic %llu\"}", (unsigned long long)p->nth);
+    in.data = hr_slice_of(data, (size_t)dlen);
+    hr_activity out;
+    bool dup;
+    if (hr_feeds_create(sh->feeds, &in, sh->now, a, &out, &dup, &err) != HR_OK) return fail(sh, &err);
+    atomic_fetch_add(&sh->activities, 1);
 }
 
 typedef void (*per_user_fn)(shared *sh, uint64_t u, uint64_t *rng, hr_arena *a);
@@ -188,10 +225,10 @@ typedef struct worker_arg {
 static void *users_worker(void *p) {
     worker_arg *w = p;
     shared *sh = w->sh;
-    uint64_t rng = sh->o->seed * 0x9E3779B97F4A7C15ULL + w->index + 1;
+    uint64_t rng = sh->o->seed * 0x9E3779B97F4A7C15ULL + 1;
     for (;;) {
         uint64_t u = atomic_fetch_add(&sh->next, 1);
-        if (u >= sh->o->users || atomic_load(&sh->failed)) break;
+        if (u >= sh->phase_total || atomic_load(&sh->failed)) break;
         /* A user's own stream, whatever thread draws it: reproducible runs. */
         uint64_t urng = rng ^ (u * 0xD1B54A32D192ED03ULL);
         if (urng == 0) urng = 1;
@@ -259,7 +296,10 @@ int hr_load_run(hr_store *store, hr_graph *graph, hr_feeds *feeds, const hr_fano
     if (sh->n_groups) zipf_init(&sh->groups_by_pop, sh->n_groups, 1.0);
 
     stats->graph_s = run_phase(sh, "graph", o->users, users_worker, load_user);
-    if (!atomic_load(&sh->failed)) stats->activities_s = run_phase(sh, "activities", o->users, users_worker, post_user);
+    if (!atomic_load(&sh->failed)) {
+        plan_posts(sh);
+        stats->activities_s = run_phase(sh, "activities", sh->n_posts, users_worker, post_one);
+    }
     uint64_t before = hr_fanout_entries_total();
     if (!atomic_load(&sh->failed)) {
         int64_t depth = 0, oldest;
@@ -279,6 +319,7 @@ int hr_load_run(hr_store *store, hr_graph *graph, hr_feeds *feeds, const hr_fano
         *err = sh->err;
         rc = err->code ? err->code : HR_EINTERNAL;
     }
+    free(sh->posts);
     free(sh->users_by_pop.cum);
     free(sh->groups_by_pop.cum);
     pthread_mutex_destroy(&sh->err_mu);
