@@ -312,7 +312,19 @@ static void check_big_accounts_merge_at_read(env *e) {
     cr_assert_eq(hr_fanout_entries_total() - before, 0, "no timeline entry for a big account");
     char want[64];
     snprintf(want, sizeof want, "%s,%s", x2.id, x1.id);
+    uint64_t batches = hr_store_batches_total();
     cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "f1", 10), want, "merged at read time, at once");
+    cr_assert_eq(hr_store_batches_total() - batches, 3,
+                 "a reader of a big account: timeline + big-account set, the big feeds, the bodies");
     cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "f3", 1), x2.id);
+    /* A reader who follows no big account: the timeline with the (empty)
+     * big-account set in one batch, then the bodies. */
+    follow(e, "f4", "f1");
+    drain(e);
+    hr_activity x3 = post(e, "f1", NULL, T0 + 9);
+    drain(e);
+    batches = hr_store_batches_total();
+    cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "f4", 10), x3.id);
+    cr_assert_eq(hr_store_batches_total() - batches, 2, "two round trips for a page");
 }
 BOTH_BACKENDS(check_big_accounts_merge_at_read, run_big)
