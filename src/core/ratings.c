@@ -127,8 +127,11 @@ static hr_slice pair(hr_buf *m, hr_slice s, hr_slice o) {
 /* An index entry's score: time * 4 + (score + 1). Exact in a double for
  * every time up to HR_TIME_MAX_MS (2^53 / 4 is year 73,000), ordered by time
  * first, so a range by score is a range by time. */
+static int64_t stamp_i(int score, int64_t time_ms) {
+    return time_ms * 4 + (score + 1);
+}
 static double stamp(int score, int64_t time_ms) {
-    return (double)time_ms * 4 + (score + 1);
+    return (double)stamp_i(score, time_ms);
 }
 
 /* A stamp into *out (subject and object copied into a). */
@@ -204,6 +207,7 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
     int64_t delta = had ? score - old.score : score;
     bool apply = rc == HR_OK && !(had && time_ms < old.time_ms);
     int64_t sum = story.score;
+    bool settled = true;
     /* A new rating of a subject with many goes into its seen set too (see
      * hr_ratings_unseen). */
     uint64_t id64;
@@ -211,24 +215,37 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
         apply && !had && (size_t)hr_batch_result(b, card_op)->num + 1 >= r->seen_min && id_u64(object, &id64);
 
     /* Round trip 2: the three indexes, and the story's sum (one atomic
-     * WriteBatch on RocksDB; one pipeline on Redis Cluster). */
+     * WriteBatch on RocksDB; one pipeline on Redis Cluster). The story's
+     * list and the list of all are time lists: the old entry (its stamp is
+     * known from round trip 1) goes with a blind delete, the new one comes
+     * with a blind write. */
     if (apply) {
         hr_batch_reset(b);
-        double st = stamp(score, time_ms);
-        hr_zadd(b, subject_key(&k, r, subject), st, object);
-        hr_zadd(b, object_key(&k, r, object), st, subject);
-        hr_zadd(b, all_key(&k, r, all_shard(subject, object)), st, pair(&m, subject, object));
+        int64_t st = stamp_i(score, time_ms), old_st = stamp_i(old.score, old.time_ms);
+        hr_zadd(b, subject_key(&k, r, subject), (double)st, object);
+        if (!had || old_st != st) {
+            pair(&m, subject, object);
+            hr_slice ok = object_key(&k, r, object);
+            if (had) hr_tlrem(b, ok, old_st, subject);
+            hr_tladd(b, ok, st, subject, 0);
+            hr_slice ak = all_key(&k, r, all_shard(subject, object));
+            if (had) hr_tlrem(b, ak, old_st, hr_buf_slice(&m));
+            hr_tladd(b, ak, st, hr_buf_slice(&m), 0);
+        }
         if (to_seen) hr_pset_add(b, seen_key(&k, r, subject), id64, 0);
-        size_t vote = delta ? hr_stories_vote_op(r->stories, b, object, delta) : 0;
+        hr_vote vote = {0};
+        if (delta) vote = hr_stories_vote_ops(r->stories, b, object, story.time_ms, story.score, delta);
         rc = hr_store_exec(r->store, b, 0, err);
         for (size_t i = 0; rc == HR_OK && i < hr_batch_len(b); i++)
             if (hr_batch_result(b, i)->rc != HR_OK) rc = op_error(hr_batch_result(b, i), err, "rating");
-        if (rc == HR_OK && delta) sum = (int64_t)llround(hr_batch_result(b, vote)->score);
+        if (rc == HR_OK && delta) sum = (int64_t)llround(hr_batch_result(b, vote.op)->score);
+        settled = !delta || hr_stories_vote_settled(&vote, sum);
     }
     pthread_mutex_unlock(lock);
 
-    /* Round trip 3: the hot ranking follows the sum. */
-    if (apply && rc == HR_OK && delta)
+    /* Round trip 3, unless the vote's batch settled it: the hot ranking
+     * follows the sum. */
+    if (apply && rc == HR_OK && !settled)
         rc = hr_stories_settle_hot(r->stories, object, story.time_ms, sum, err);
     if (rc == HR_OK) {
         *applied = apply;
@@ -291,6 +308,31 @@ static int desc_cmp(const hr_zentry *x, const hr_zentry *y) {
     return -hr_slice_cmp(x->member, y->member);
 }
 
+/* The time-list read of a list's range spec (newest first, by stamp). A
+ * cursor is "strictly after (score, member)"; one made by this module holds
+ * a stamp (an integer) and a member, and anything else a client makes up is
+ * taken by what it means: a fractional score starts below it, a negative
+ * one past every stamp, one past the largest time at the top. */
+static hr_tlrange_spec tl_spec(const hr_zrange_spec *spec, size_t limit) {
+    hr_tlrange_spec tl = hr_tlrange_all(limit, 0); /* no entry expires */
+    if (spec->min > -INFINITY) tl.after_ms = (int64_t)spec->min - 1; /* a stamp: >= min is > min - 1 */
+    if (!spec->has_cursor) return tl;
+    double c = spec->cursor_score;
+    if (c < 0) {
+        tl.before_ms = INT64_MIN; /* stamps are >= 0: nothing comes after */
+    } else if (c < (double)HR_TL_TIME_MAX) {
+        int64_t t = (int64_t)ceil(c);
+        if ((double)t == c && spec->cursor_member.len) {
+            tl.has_cursor = true;
+            tl.cursor_time = t;
+            tl.cursor_member = spec->cursor_member;
+        } else {
+            tl.before_ms = t; /* every entry at c (with a member above "") or above it is before */
+        }
+    }
+    return tl;
+}
+
 /* Entries each shard's range reads for a page of `limit`: twice its share,
  * and a few more (hashing spreads ratings evenly over the shards). */
 static size_t shard_window(size_t limit) {
@@ -348,12 +390,14 @@ static int list(hr_ratings *r, list_kind kind, hr_slice fixed, const hr_list_req
     /* BY_ALL: the same range of every shard (ops 0..SHARDS-1), merged. */
     size_t op = 0;
     if (kind == BY_ALL) {
-        hr_zrange_spec shard = spec;
-        shard.limit = shard_window(spec.limit);
+        hr_tlrange_spec shard = tl_spec(&spec, shard_window(spec.limit));
         for (unsigned i = 0; i < HR_RATINGS_ALL_SHARDS; i++)
-            hr_zrange(b, all_key(&k, r, i), &shard);
+            hr_tlrange(b, all_key(&k, r, i), &shard);
+    } else if (kind == BY_OBJECT) {
+        hr_tlrange_spec tl = tl_spec(&spec, spec.limit);
+        op = hr_tlrange(b, object_key(&k, r, fixed), &tl);
     } else {
-        op = hr_zrange(b, kind == BY_SUBJECT ? subject_key(&k, r, fixed) : object_key(&k, r, fixed), &spec);
+        op = hr_zrange(b, subject_key(&k, r, fixed), &spec);
     }
     size_t st = kind == BY_OBJECT ? hr_stories_fill_ops(r->stories, b, fixed) : 0;
     rc = hr_store_exec(r->store, b, 0, err);

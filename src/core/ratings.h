@@ -29,14 +29,22 @@
  *                            16 hex digits), kept once the subject has
  *                            HR_SEEN_SET_MIN ratings: what unseen tests
  *                            candidates against (below)
- *   {NSro/O}          zset   member S: the story's ratings
- *   {NSratings/all/XX} zset  member "S/O": all ratings by date, in
+ *   {NSro/O}          time list  member S: the story's ratings
+ *   {NSratings/all/XX} time list  member "S/O": all ratings by date, in
  *                            HR_RATINGS_ALL_SHARDS shards (XX = 00..0f, by a
  *                            hash of S/O); a page reads the same range of
  *                            every shard (twice its share of the page) in
  *                            one batch and merges them, and stops early
  *                            where a shard's window ran out (the cursor goes
  *                            on from there)
+ *
+ * Only {rs/S} is a sorted set: the rating is read from it by member. The
+ * other two are only ever read as newest-first pages, so they are time
+ * lists (store.h) with the stamp as the time: an upsert writes each with
+ * one blind write (and a blind delete of the entry at the old stamp, known
+ * from the read of {rs/S}), where a sorted set costs a member read, a
+ * member record, an index entry and the size. A re-rating at the same
+ * stamp changes nothing.
  *
  * Every entry's score is a stamp, time_ms * 4 + (score + 1): ordered by
  * time first, so a range by stamp is a range by date, and the rating is in
@@ -69,13 +77,25 @@
  * store.h when it is needed. Crash consistency: on RocksDB the indexes and
  * the sum are one WriteBatch; on Redis Cluster they are in different slots
  * (one pipeline), so a crash in between can leave an index entry without
- * the sum's change. The hot score is written after the sum: a crash in
- * between leaves it stale until the story's next vote.
+ * the sum's change. The hot score is written with the sum on RocksDB
+ * (same WriteBatch), after it on Redis: a crash in between leaves it stale
+ * until the story's next vote.
  *
  * Cost in store round trips (one batch each):
- *   put          2 (read the rating and the story; write the indexes and
- *                the sum), + 1 to settle the hot score when the sum changed
- *                (rarely more: core/stories.h hr_stories_settle_hot)
+ *   put          2 (read the rating and the story; write the indexes, the
+ *                sum and, on RocksDB, the hot score of the sum expected
+ *                from the first read), + 1 to settle the hot score when
+ *                the sum changed and it was not written or not right (on
+ *                Redis Cluster every time the sum changed; rarely more:
+ *                core/stories.h hr_stories_settle_hot). In store ops, a
+ *                new rating that changes the sum: zscore, zcard, get and
+ *                zscore of top; zadd {rs/S}, tladd x2, zincr of top, zadd
+ *                of hot. RocksDB: 7 memtable writes (3 for {rs/S}: member
+ *                record, index entry, size; 1 for each list; the top and
+ *                hot member records) and 2 point reads of the member
+ *                record, in 2 batches; was 11 writes, 4 member reads, 3
+ *                batches with the lists as sorted sets and hot settled
+ *                apart
  *   get          1
  *   by_subject   1: a range read
  *   by_object    1 (the range read and the story's existence together)

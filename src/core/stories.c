@@ -361,6 +361,18 @@ size_t hr_stories_vote_op(const hr_stories *s, hr_batch *b, hr_slice id, int64_t
     return op;
 }
 
+hr_vote hr_stories_vote_ops(const hr_stories *s, hr_batch *b, hr_slice id, int64_t time_ms, int64_t known_sum,
+                            int64_t delta) {
+    hr_vote v = {.op = hr_stories_vote_op(s, b, id, delta), .guess = known_sum + delta};
+    if (hr_store_batches_atomic(s->store)) {
+        hr_buf k = HR_BUF_INIT;
+        hr_zadd(b, rank_key(&k, s, HR_RANK_HOT), hr_rank_hot(v.guess, time_ms), id);
+        hr_buf_free(&k);
+        v.hot_written = true;
+    }
+    return v;
+}
+
 /* Why this converges under concurrent votes (and creates, which are votes
  * of 0). Every writer first adds its delta to top with hr_zincr, which is
  * atomic and answers the sum after its increment, then runs rounds of one
@@ -373,7 +385,13 @@ size_t hr_stories_vote_op(const hr_stories *s, hr_batch *b, hr_slice id, int64_t
  * interleaving, and there is no re-scoring job. A writer that gives up
  * after HOT_ROUNDS (only under a storm of votes on one story) leaves hot
  * off until the next vote of that story settles it. f must depend only on
- * the sum and the story's time, which never changes. */
+ * the sum and the story's time, which never changes.
+ *
+ * A vote batch from hr_stories_vote_ops that also wrote hot = f(guess) is
+ * a round too, on a store whose every batch is atomic: its increment, its
+ * read of the sum (the increment's answer) and its write of hot are one
+ * atomic step. When it answered guess it is a round that stopped, and its
+ * writer skips settle_hot; otherwise the writer runs rounds as above. */
 int hr_stories_settle_hot(hr_stories *s, hr_slice id, int64_t time_ms, int64_t sum, hr_err *err) {
     hr_buf top = HR_BUF_INIT, hot = HR_BUF_INIT;
     rank_key(&top, s, HR_RANK_TOP);

@@ -185,6 +185,26 @@ int hr_stories_fill_result(const hr_batch *b, size_t first, hr_slice id, hr_aren
  * new sum. */
 size_t hr_stories_vote_op(const hr_stories *s, hr_batch *b, hr_slice id, int64_t delta);
 
+/* A vote as hr_stories_vote_ops added it to a batch. */
+typedef struct hr_vote {
+    size_t op;        /* the hr_zincr: its result's score is the new sum */
+    int64_t guess;    /* the sum the hot score written with it is of */
+    bool hot_written; /* whether the batch writes the hot score too */
+} hr_vote;
+
+/* Add to b the vote's change of story id's sum (as hr_stories_vote_op) and,
+ * on a store whose every batch is atomic (hr_store_batches_atomic), the hot
+ * score of the sum it expects: known_sum (read before) + delta. When the
+ * batch then answers that sum, the hot score is settled
+ * (hr_stories_vote_settled) and hr_stories_settle_hot is not needed: one
+ * batch instead of two per vote. */
+hr_vote hr_stories_vote_ops(const hr_stories *s, hr_batch *b, hr_slice id, int64_t time_ms, int64_t known_sum,
+                            int64_t delta);
+/* Whether the vote's batch, which answered `sum`, left the hot score right. */
+static inline bool hr_stories_vote_settled(const hr_vote *v, int64_t sum) {
+    return v->hot_written && sum == v->guess;
+}
+
 /* Make the hot score of story id (submitted at time_ms) follow its sum,
  * after an hr_zincr of top answered `sum`. Writes hot = f(sum) and re-reads
  * the sum in one atomic batch; while the sum read differs from the one

@@ -24,6 +24,9 @@ typedef struct hr_store_backend {
      * op's arguments: an op whose result.rc is not HR_OK on entry must be
      * skipped (it keeps that rc). Must set the rc of every op it runs. */
     int (*exec)(hr_store *s, hr_batch *b, unsigned flags, hr_err *err);
+    /* Every batch is atomic, flagged or not, whatever its keys (see
+     * hr_store_batches_atomic). */
+    bool batches_atomic;
 } hr_store_backend;
 
 struct hr_store {

@@ -556,4 +556,4 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
     return rc;
 }
 
-const hr_store_backend hr_rocks_backend = {"rocksdb", "rocksdb:", open_, close_, ping_, exec_};
+const hr_store_backend hr_rocks_backend = {"rocksdb", "rocksdb:", open_, close_, ping_, exec_, true};

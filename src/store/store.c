@@ -30,6 +30,8 @@ void hr_store_close(hr_store *s) {
 
 const char *hr_store_kind(const hr_store *s) { return s->backend->kind; }
 
+bool hr_store_batches_atomic(const hr_store *s) { return s->backend->batches_atomic; }
+
 int hr_store_ping(hr_store *s, hr_err *err) { return s->backend->ping(s, err); }
 
 static bool tl_time_ok(int64_t t) {

@@ -113,6 +113,15 @@ void hr_store_close(hr_store *s);
 /* "rocksdb" or "redis". */
 const char *hr_store_kind(const hr_store *s);
 
+/* True when EVERY batch is atomic as HR_EXEC_ATOMIC makes one, flagged or
+ * not, whatever its keys: its writes apply all or none, concurrent batches
+ * see all or none of them, and its read-modify-write ops (hr_zincr, ...)
+ * read and write inside it (RocksDB: one WriteBatch under its keys' locks).
+ * False on Redis Cluster, where only a flagged batch of one hash slot is.
+ * Lets a caller fold into one batch what must otherwise be checked by a
+ * second, atomic one (core/ratings.c: the hot score with the vote). */
+bool hr_store_batches_atomic(const hr_store *s);
+
 /* 0 when the store answers (RocksDB: always once open; Redis: every master
  * answers PING), else HR_EUNAVAIL with err filled. */
 int hr_store_ping(hr_store *s, hr_err *err);
@@ -364,7 +373,9 @@ size_t hr_pset_card(hr_batch *b, hr_slice key);
  * times (time_ms, cursor_time) lie within +-2^53 (exact as Redis scores);
  * expire_at_ms >= 0. */
 
-#define HR_TL_MEMBER_MAX 128u
+/* Room for a pair of identifiers "A/B" (128 bytes each, API.md), as the
+ * list of all ratings holds (core/ratings.h). */
+#define HR_TL_MEMBER_MAX 320u
 #define HR_TL_TIME_MAX ((int64_t)1 << 53) /* |time_ms| <= this */
 
 /* Add (time_ms, member), or set its expiry if it is there; num is 0 (a

@@ -265,6 +265,36 @@ static void rating_lists_page(env *e) {
     hr_rating_page p;
     cr_assert_eq(hr_ratings_by_subject(e->ratings, hr_slice_str("feed"), &req, &e->a, &p, NULL), HR_OK);
     cr_assert_eq(p.n, 2, "the pair at +140");
+    /* and on the story's list and the list of all (time lists) */
+    req.since_ms = T0 + 1000 + 20;
+    cr_assert_eq(hr_ratings_by_object(e->ratings, hr_slice_str(x), &req, &e->a, &p, NULL), HR_OK);
+    cr_assert_eq(p.n, 9, "u21..u29");
+    cr_assert_eq(hr_ratings_all(e->ratings, &req, &e->a, &p, NULL), HR_OK);
+    cr_assert_eq(p.n, 9, "u21..u29");
+
+    /* Cursors a client made up mean what they say: strictly after
+     * (score, member) in the order of stamps. u10's stamp: */
+    double s10 = (double)(T0 + 1000 + 10) * 4 + (10 % 3);
+    struct {
+        double score;
+        const char *member;
+        size_t want;
+    } cur[] = {
+        {s10, "u10", 10},     /* an entry's own cursor: u00..u09 */
+        {s10, "u11", 11},     /* a member above u10 at its stamp: u10 too */
+        {s10 + 0.5, "a", 11}, /* between stamps: u10 and below */
+        {-1, "a", 0},         /* below every stamp */
+        {1e300, "a", 30},     /* above every stamp */
+    };
+    for (size_t i = 0; i < sizeof cur / sizeof cur[0]; i++) {
+        hr_list_req creq = {.limit = 100, .cursor = hr_list_cursor(&e->a, cur[i].score, hr_slice_str(cur[i].member))};
+        cr_assert_eq(hr_ratings_by_object(e->ratings, hr_slice_str(x), &creq, &e->a, &p, NULL), HR_OK);
+        cr_assert_eq(p.n, cur[i].want, "cursor %zu: %zu of %zu", i, p.n, cur[i].want);
+        /* the list of all also holds feed's 30, all older than u00 */
+        cr_assert_eq(hr_ratings_all(e->ratings, &creq, &e->a, &p, NULL), HR_OK);
+        size_t all = cur[i].score < 0 ? 0 : cur[i].want + 30;
+        cr_assert_eq(p.n, all > 100 ? 100 : all, "all, cursor %zu: %zu", i, p.n);
+    }
 }
 BOTH_BACKENDS(rating_lists_page)
 
