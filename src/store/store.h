@@ -119,7 +119,12 @@ const char *hr_store_kind(const hr_store *s);
  * read and write inside it (RocksDB: one WriteBatch under its keys' locks).
  * False on Redis Cluster, where only a flagged batch of one hash slot is.
  * Lets a caller fold into one batch what must otherwise be checked by a
- * second, atomic one (core/ratings.c: the hot score with the vote). */
+ * second, atomic one (core/ratings.c: the hot score with the vote).
+ * One exception on RocksDB, for readers only: a sorted set kept in memory
+ * (rocks_zmem.c, zset_memory_*) is read at its latest committed state op by
+ * op, as a Redis client reads one, so a batch reading two such sets may see
+ * a concurrent batch's change in one and not yet in the other. Writers are
+ * unaffected: they read and write under the sets' locks. */
 bool hr_store_batches_atomic(const hr_store *s);
 
 /* 0 when the store answers (RocksDB: always once open; Redis: every master

@@ -42,6 +42,7 @@
 /* Fixtures ------------------------------------------------------------------ */
 
 static hr_store *S;          /* the store under test, or NULL */
+static bool zsets_in_memory; /* suite rocksmem: every sorted set is kept in memory */
 static char open_error[512]; /* why S is NULL */
 static char tmpdir[64];      /* rocks: the DB directory */
 static char prefix[40];      /* this test's key namespace */
@@ -95,6 +96,7 @@ static void rocks_init(void) {
 }
 
 static void rocksmem_init(void) {
+    zsets_in_memory = true;
     hr_store_options opts = {.zset_memory_all = true};
     rocks_open(&opts);
 }
@@ -1723,7 +1725,10 @@ STORE_TEST(batches_atomic_unflagged) {
     for (int i = 0; i < 2; i++)
         pthread_join(t[i], NULL);
     cr_assert_eq(w.failures, 0);
-    cr_assert_eq(torn, 0, "%d of 300 reads saw the two sets differ", torn);
+    /* Sorted sets kept in memory are read op by op at their latest state
+     * (store.h says so): there only the writers' atomicity holds, which the
+     * final scores check below. */
+    if (!zsets_in_memory) cr_assert_eq(torn, 0, "%d of 300 reads saw the two sets differ", torn);
     cr_assert_eq(ONE(s, hr_zscore(B, w.a, M("m")))->score, 400);
     cr_assert_eq(ONE(s, hr_zscore(B, w.b, M("m")))->score, 400);
     hr_batch_free(b);
