@@ -144,6 +144,7 @@
 
 #include "common/alloc.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "store/rocks_internal.h"
 
 #define DEFAULT_CACHE_BYTES ((size_t)256 << 20)
@@ -285,8 +286,30 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     return HR_OK;
 }
 
+/* Write every memtable to disk before a clean close. With the WAL on,
+ * RocksDB closes without flushing, and the next open replays the log into
+ * memtables at the cost of the original inserts: a stories store 1/20 of
+ * the bench's size took 22-27 s to reopen that way. A flush here takes a
+ * second or two and makes a restart after a clean stop quick (a crash still
+ * replays, bounded by max_total_wal_size). Failures are logged: the log
+ * still holds every write. */
+static void flush_all(rocks_store *s) {
+    rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+    rocksdb_flushoptions_set_wait(fo, 1);
+    for (int i = 0; i < CF_COUNT_; i++) {
+        char *errptr = NULL;
+        rocksdb_flush_cf(s->db, fo, s->cf[i], &errptr);
+        if (errptr) {
+            hr_warn("rocksdb: flush of column family %s at close failed: %s", cf_names[i], errptr);
+            rocksdb_free(errptr);
+        }
+    }
+    rocksdb_flushoptions_destroy(fo);
+}
+
 static void close_(hr_store *hs) {
     rocks_store *s = (rocks_store *)hs;
+    flush_all(s);
     /* No filter may read through db from here on; wait out running ones. */
     atomic_store(&s->filters_may_read, false);
     rocksdb_cancel_all_background_work(s->db, 1);
