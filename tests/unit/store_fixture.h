@@ -2,6 +2,8 @@
  * checks live in a file of their own and run on both backends.
  *
  * Used by test_store.c, test_store_tl.c and test_store_queue.c.
+ * test_store.c adds a third suite, RocksDB with every sorted set kept in
+ * memory (fx_rocksmem_init).
  *
  * STORE_SUITES(rocks_suite, redis_suite) declares a pair of suites, and
  * STORE_TEST_IN(rocks_suite, redis_suite, name) registers one check,
@@ -27,6 +29,8 @@
 #include "store/store.h"
 
 static hr_store *S;          /* the store under test, or NULL */
+static hr_store_options store_opts; /* what S is opened with (zeros: the defaults) */
+static bool zsets_in_memory; /* RocksDB keeps every sorted set in memory (fx_rocksmem_init) */
 static char open_error[512]; /* why S is NULL */
 static char store_uri[128];  /* what S was opened from (fx_reopen) */
 static char tmpdir[64];      /* rocks: the DB's parent directory */
@@ -36,7 +40,7 @@ static hr_batch *B;          /* the batch of ONE() */
 
 static void fx_open(void) {
     hr_err err = {0};
-    if (hr_store_open(store_uri, NULL, &S, &err) != HR_OK)
+    if (hr_store_open(store_uri, &store_opts, &S, &err) != HR_OK)
         snprintf(open_error, sizeof open_error, "cannot open %s: %s (%s)", store_uri, err.msg,
                  hr_errname(err.code));
 }
@@ -58,6 +62,15 @@ static void fx_rocks_init(void) {
     }
     snprintf(store_uri, sizeof store_uri, "rocksdb:%s/db", tmpdir);
     fx_open();
+}
+
+/* RocksDB with every sorted set in memory from its creation
+ * (hr_store_options.zset_memory_all): the path rankings take once they move
+ * into memory (src/store/rocks_zmem.c). */
+static inline void fx_rocksmem_init(void) {
+    zsets_in_memory = true;
+    store_opts.zset_memory_all = true;
+    fx_rocks_init();
 }
 
 static void fx_redis_init(void) {
@@ -152,10 +165,13 @@ static inline hr_slice Mf(const char *fmt, long i) {
     return hr_slice_str(m);
 }
 
-static void exec(hr_store *s, hr_batch *b) {
+static inline void exec_flags(hr_store *s, hr_batch *b, unsigned flags) {
     hr_err err = {0};
-    int rc = hr_store_exec(s, b, 0, &err);
+    int rc = hr_store_exec(s, b, flags, &err);
     cr_assert_eq(rc, HR_OK, "exec: %s: %s", hr_errname(rc), err.msg);
+}
+static void exec(hr_store *s, hr_batch *b) {
+    exec_flags(s, b, 0);
 }
 
 /* Run B, which holds one op, and return its result (valid until the next

@@ -38,102 +38,13 @@
 #include "common/arena.h"
 #include "common/clock.h"
 #include "store/store.h"
+#include "store_fixture.h"
 
-/* Fixtures ------------------------------------------------------------------ */
+/* Fixtures (store_fixture.h) ---------------------------------------------- */
 
-static hr_store *S;          /* the store under test, or NULL */
-static bool zsets_in_memory; /* suite rocksmem: every sorted set is kept in memory */
-static char open_error[512]; /* why S is NULL */
-static char tmpdir[64];      /* rocks: the DB directory */
-static char prefix[40];      /* this test's key namespace */
-static hr_arena keys;        /* memory of K() / KT() / M() */
-static hr_batch *B;          /* the batch of ONE() */
-
-static void random_prefix(void) {
-    unsigned char r[8] = {0};
-    FILE *f = fopen("/dev/urandom", "rb");
-    if (f) {
-        if (fread(r, 1, sizeof r, f) != sizeof r) r[0] ^= (unsigned char)getpid();
-        fclose(f);
-    }
-    snprintf(prefix, sizeof prefix, "t:%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5],
-             r[6], r[7]);
-}
-
-static void common_init(void) {
-    random_prefix();
-    B = hr_batch_new();
-}
-
-static void common_fini(void) {
-    hr_batch_free(B);
-    hr_store_close(S);
-    S = NULL;
-    hr_arena_free(&keys);
-}
-
-static void open_uri(const char *uri, const hr_store_options *opts) {
-    hr_err err = {0};
-    if (hr_store_open(uri, opts, &S, &err) != HR_OK)
-        snprintf(open_error, sizeof open_error, "cannot open %s: %s (%s)", uri, err.msg,
-                 hr_errname(err.code));
-}
-
-static void rocks_open(const hr_store_options *opts) {
-    common_init();
-    strcpy(tmpdir, "/tmp/herald-store-XXXXXX");
-    if (mkdtemp(tmpdir) == NULL) {
-        snprintf(open_error, sizeof open_error, "mkdtemp failed");
-        return;
-    }
-    char uri[128];
-    snprintf(uri, sizeof uri, "rocksdb:%s/db", tmpdir);
-    open_uri(uri, opts);
-}
-
-static void rocks_init(void) {
-    rocks_open(NULL);
-}
-
-static void rocksmem_init(void) {
-    zsets_in_memory = true;
-    hr_store_options opts = {.zset_memory_all = true};
-    rocks_open(&opts);
-}
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void rocks_fini(void) {
-    common_fini();
-    if (tmpdir[0]) nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void redis_init(void) {
-    common_init();
-    const char *uri = getenv("HERALD_TEST_REDIS");
-    if (uri == NULL || *uri == '\0') {
-        snprintf(
-            open_error, sizeof open_error,
-            "HERALD_TEST_REDIS is not set: run scripts/test.sh, which starts a Redis Cluster and sets it "
-            "(e.g. HERALD_TEST_REDIS=redis://127.0.0.1:7100)");
-        return;
-    }
-    open_uri(uri, NULL);
-}
-
-TestSuite(rocks, .init = rocks_init, .fini = rocks_fini, .timeout = 60);
-TestSuite(rocksmem, .init = rocksmem_init, .fini = rocks_fini, .timeout = 60);
-TestSuite(redis, .init = redis_init, .fini = common_fini, .timeout = 60);
-
-static hr_store *require_store(void) {
-    if (S == NULL) cr_assert_fail("%s", open_error);
-    return S;
-}
+TestSuite(rocks, .init = fx_rocks_init, .fini = fx_rocks_fini, .timeout = 60);
+TestSuite(rocksmem, .init = fx_rocksmem_init, .fini = fx_rocks_fini, .timeout = 60);
+TestSuite(redis, .init = fx_redis_init, .fini = fx_fini, .timeout = 60);
 
 /* One check, registered for both backends (RocksDB twice). */
 #define STORE_TEST(name)                                                                                     \
@@ -151,60 +62,10 @@ static hr_store *require_store(void) {
 
 /* Helpers ------------------------------------------------------------------- */
 
-/* This test's key `name` (binary-safe: n bytes). */
-static hr_slice Kn(const char *name, size_t n) {
-    size_t p = strlen(prefix);
-    char *k = hr_arena_alloc(&keys, p + 1 + n);
-    memcpy(k, prefix, p);
-    k[p] = ':';
-    memcpy(k + p + 1, name, n);
-    return hr_slice_of(k, p + 1 + n);
-}
-static hr_slice K(const char *name) {
-    return Kn(name, strlen(name));
-}
-
-/* This test's key `name` under its hash tag (one Redis Cluster slot). */
-static hr_slice KT(const char *name) {
-    char *k = hr_arena_alloc(&keys, strlen(prefix) + strlen(name) + 4);
-    sprintf(k, "{%s}:%s", prefix, name);
-    return hr_slice_str(k);
-}
-
-static hr_slice M(const char *s) {
-    return hr_slice_str(s);
-}
-
-static hr_slice Mf(const char *fmt, long i) {
-    char *m = hr_arena_alloc(&keys, 32);
-    snprintf(m, 32, fmt, i);
-    return hr_slice_str(m);
-}
-
-static void exec_flags(hr_store *s, hr_batch *b, unsigned flags) {
-    hr_err err = {0};
-    int rc = hr_store_exec(s, b, flags, &err);
-    cr_assert_eq(rc, HR_OK, "exec: %s: %s", hr_errname(rc), err.msg);
-}
-static void exec(hr_store *s, hr_batch *b) {
-    exec_flags(s, b, 0);
-}
-
-/* Run B, which holds one op, and return its result (valid until the next
- * ONE). Usage: ONE(s, hr_get(B, K("a")))->rc */
-static const hr_result *exec_one(hr_store *s) {
-    exec(s, B);
-    return hr_batch_result(B, 0);
-}
-#define ONE(s, call) (hr_batch_reset(B), (void)(call), exec_one(s))
-
 static hr_distinct_params dp(int64_t now, int64_t ttl, int64_t limit) {
     hr_distinct_params p = {.now_ms = now, .ttl_ms = ttl, .exact_limit = limit};
     return p;
 }
-
-#define assert_rc(r, want)                                                                                   \
-    cr_assert_eq((r)->rc, (want), "rc %s, expected %s", hr_errname((r)->rc), hr_errname(want))
 
 static void assert_value(const hr_result *r, const char *want, size_t n) {
     assert_rc(r, HR_OK);
