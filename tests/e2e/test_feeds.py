@@ -112,6 +112,24 @@ def test_create_get_and_fields(server):
     assert abs(minimal["time"] - time.time() * 1000) < 60000
 
 
+def test_strings_and_data_come_back_exactly(server):
+    # Answers are written by herald's own JSON writer (src/api/json_out.c):
+    # quotes, backslashes, control characters and non-ASCII text in data (the
+    # other fields are identifiers), nested, must read back as they were sent.
+    s = server.session()
+    a = uid("u")
+    tricky = 'q"b\\s/\n\r\t\b\f\x01\x1f caf\u00e9 \u65e5\u672c \U0001F600 end'
+    body = {"actor": a, "verb": "post", "object": "o:1.x~y@z", "target": "group:g-1", "foreign_id": "f_1",
+            "data": {"text": tricky, "nested": {"list": [1, -2.5, True, None, tricky]}, tricky: ""}}
+    r = s.post(f"{server.url}{API}/activities", json=body)
+    assert r.status_code == 201, r.text
+    got = r.json()
+    for k, v in body.items():
+        assert got[k] == v, k
+    assert s.get(f"{server.url}{API}/activities/{got['id']}").json() == got
+    assert page(s, f"{server.url}{API}/users/{a}/feed")["activities"] == [got]
+
+
 def test_foreign_id_makes_create_idempotent(server):
     s = server.session()
     a = uid("u")
