@@ -166,43 +166,54 @@ int rx_get(rx *x, int cf, hr_slice key, hr_slice *val, bool *found) {
     return 0;
 }
 
-int rx_prefetch(rx *x, size_t n, const int *cfs, const hr_slice *keys) {
-    if (n == 0) return 0;
-    /* Keys the view does not know yet, each once. */
-    const rocksdb_column_family_handle_t **hcf = hr_arena_alloc(&x->mem, n * sizeof *hcf);
-    const char **kp = hr_arena_alloc(&x->mem, n * sizeof *kp);
-    size_t *kl = hr_arena_alloc(&x->mem, n * sizeof *kl);
-    int *kcf = hr_arena_alloc(&x->mem, n * sizeof *kcf);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        vent *e = lookup(x, cfs[i], keys[i], true);
-        if (e->state != V_UNKNOWN) continue; /* known, or already in this MultiGet */
-        e->state = V_ABSENT;                 /* until the MultiGet says otherwise */
-        hcf[m] = x->s->cf[cfs[i]];
-        kp[m] = e->key;
-        kl[m] = e->klen;
-        kcf[m] = cfs[i];
-        m++;
-    }
-    if (m == 0) return 0;
-    char **vals = hr_xcalloc(m, sizeof *vals);
-    size_t *vlens = hr_xcalloc(m, sizeof *vlens);
+/* One column family's share of a prefetch: RocksDB's batched MultiGet takes
+ * one column family a call. It looks the keys up level by level together (one
+ * pass over each file's index and filter for all of them) and pins the values
+ * in the block cache; the older rocksdb_multi_get_cf runs one Get per key and
+ * mallocs a copy of every value. Values are copied once, into the view's arena,
+ * and unpinned before returning. */
+static int multi_get_cf(rx *x, int cf, size_t m, const char *const *kp, const size_t *kl) {
+    rocksdb_pinnableslice_t **vals = hr_xcalloc(m, sizeof *vals);
     char **errs = hr_xcalloc(m, sizeof *errs);
-    rocksdb_multi_get_cf(x->s->db, x->ropts, hcf, m, kp, kl, vals, vlens, errs);
+    rocksdb_batched_multi_get_cf(x->s->db, x->ropts, x->s->cf[cf], m, kp, kl, vals, errs, false);
     int rc = 0;
     for (size_t i = 0; i < m; i++) {
         if (errs[i] && rc == 0) {
             rc = rx_fail(x, errs[i]);
             errs[i] = NULL;
         }
-        if (vals[i] && rc == 0)
-            set_value(x, lookup(x, kcf[i], hr_slice_of(kp[i], kl[i]), false), vals[i], vlens[i]);
-        rocksdb_free(vals[i]);
-        rocksdb_free(errs[i]);
+        if (vals[i] && rc == 0) {
+            size_t vlen = 0;
+            const char *v = rocksdb_pinnableslice_value(vals[i], &vlen);
+            set_value(x, lookup(x, cf, hr_slice_of(kp[i], kl[i]), false), v, vlen);
+        }
+        rocksdb_pinnableslice_destroy(vals[i]);
+        free(errs[i]);
     }
     free(vals);
-    free(vlens);
     free(errs);
+    return rc;
+}
+
+int rx_prefetch(rx *x, size_t n, const int *cfs, const hr_slice *keys) {
+    if (n == 0) return 0;
+    /* Keys the view does not know yet, each once, grouped by column family. */
+    const char **kp = hr_arena_alloc(&x->mem, n * sizeof *kp);
+    size_t *kl = hr_arena_alloc(&x->mem, n * sizeof *kl);
+    int rc = 0;
+    for (int cf = 0; cf < CF_COUNT_ && rc == 0; cf++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (cfs[i] != cf) continue;
+            vent *e = lookup(x, cf, keys[i], true);
+            if (e->state != V_UNKNOWN) continue; /* known, or already in this MultiGet */
+            e->state = V_ABSENT;                 /* until the MultiGet says otherwise */
+            kp[m] = e->key;
+            kl[m] = e->klen;
+            m++;
+        }
+        if (m) rc = multi_get_cf(x, cf, m, kp, kl);
+    }
     return rc;
 }
 
