@@ -56,11 +56,12 @@
  *
  * usage: reading_load --store URI [--scale F] [--heavy N] [--threads N]
  *                     [--seed N] [--calls N] [--duration S] [--out DIR]
- *                     [--sides 1] [--reuse 1]
+ *                     [--sides 1] [--reuse 1] [--only NAME]
  *
  * --reuse 1 skips 1-4 and 5's measures: the store already holds the dataset
  * of these options (an earlier run's directory), and only 7 and 8 are measured;
- * for comparing builds on one dataset without reloading it. */
+ * for comparing builds on one dataset without reloading it. --only NAME
+ * measures only the queries whose names contain NAME (to profile one). */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -107,8 +108,9 @@ static struct {
     int threads;
     uint64_t seed;
     bool sides; /* also measure friends-reads with each side forced */
-    bool reuse; /* the store was loaded by an earlier run with the same options */
-} opt = {NULL, NULL, 1.0, 10.0, 5000, 2000, 2, 42, false, false};
+    bool reuse;       /* the store was loaded by an earlier run with the same options */
+    const char *only; /* measure only the queries whose names contain this (for profiles) */
+} opt = {NULL, NULL, 1.0, 10.0, 5000, 2000, 2, 42, false, false, NULL};
 
 static hr_store *store;
 static hr_graph *graph;
@@ -506,6 +508,7 @@ static double thread_cpu(void) {
 }
 
 static void measure(const query *q, size_t calls, job *jobs) {
+    if (opt.only && strstr(q->name, opt.only) == NULL) return;
     bu_rng r = bu_rng_for(opt.seed, 6000000 + (uint64_t)q->what * 10 + (uint64_t)q->kind * 2 + q->worst);
     hr_arena a = HR_ARENA_INIT;
     bu_lat lat = {0};
@@ -589,7 +592,7 @@ static void export_queries(void) {
 static void usage(void) {
     fprintf(stderr,
             "usage: " TOOL " --store URI [--scale F] [--heavy N] [--threads N] [--seed N] [--calls N]\n"
-            "                    [--duration S] [--out DIR] [--sides 1] [--reuse 1]\n");
+            "                    [--duration S] [--out DIR] [--sides 1] [--reuse 1] [--only NAME]\n");
     exit(2);
 }
 
@@ -615,6 +618,8 @@ int main(int argc, char **argv) {
             opt.seed = (uint64_t)atoll(v);
         else if (strcmp(a, "--sides") == 0)
             opt.sides = atoi(v) != 0;
+        else if (strcmp(a, "--only") == 0)
+            opt.only = v;
         else if (strcmp(a, "--reuse") == 0)
             opt.reuse = atoi(v) != 0;
         else
