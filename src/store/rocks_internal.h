@@ -175,6 +175,11 @@ typedef struct rx {
     hr_arena mem; /* scratch, freed at the end of the batch */
     vent *tab;    /* the view: (cf, key) -> what the batch knows */
     size_t tab_cap, tab_len;
+    /* Values prefetched by the batched MultiGet, pinned in RocksDB's block
+     * cache (rocksdb_pinnableslice_t *): the view points into them instead of
+     * copying, and unpins them when it is freed, at the end of the batch. */
+    void **pins;
+    size_t npins, pins_cap;
     /* Packed-set chunks the batch changed (keys in mem, repeats allowed):
      * their decoded forms (rx_aux) are written once each, by pset_flush. */
     hr_slice *pset_dirty;
