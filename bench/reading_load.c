@@ -41,7 +41,7 @@
  *                server reaches when writes pause, and the one PostgreSQL is
  *                measured in, after its load and VACUUM), the friends-reads
  *                of 5 again, as REOPENED_*
- *   8. sides     (--sides 1) the M450 friends-reads with every URL forced to
+ *   8. sides     (--sides 1) the friends-reads of 7 with every URL forced to
  *                one side in turn (lists, probes, the friends' sets), to
  *                check the per-query choice against each alone
  *   6. export    (--out DIR) what PostgreSQL loads and what wrk sends:
@@ -758,12 +758,15 @@ reopen:
         hr_reading_options fo = ro;
         fo.costs = &forced[f].costs;
         reading = hr_reading_new(store, graph, &fo);
-        for (int kind = 0; kind < 2; kind++) {
-            static char names[6][48];
-            char *name = names[f * 2 + (size_t)kind];
-            snprintf(name, sizeof names[0], "FORCED_%s_M450_%s", forced[f].suffix, kind ? "TAIL" : "ZIPF");
-            query q = {name, kind, false, 0};
-            measure(&q, opt.calls, jobs);
+        for (int v = 0; v < 4; v++) { /* M450 zipf, tail; worst zipf, tail */
+            static char names[12][48];
+            int kind = v & 1;
+            bool worst = v >= 2;
+            char *name = names[f * 4 + (size_t)v];
+            snprintf(name, sizeof names[0], "FORCED_%s_%s_%s", forced[f].suffix, worst ? "WORST" : "M450",
+                     kind ? "TAIL" : "ZIPF");
+            query q = {name, kind, worst, 0};
+            measure(&q, worst ? opt.calls / 4 + 1 : opt.calls, jobs);
         }
     }
 
