@@ -113,6 +113,10 @@ static void set_value(rx *x, vent *e, const char *val, size_t len) {
 }
 
 void rx_view_free(rx *x) {
+    if (x->zit) rocksdb_iter_destroy(x->zit);
+    if (x->zit_ropts) rocksdb_readoptions_destroy(x->zit_ropts);
+    x->zit = NULL;
+    x->zit_ropts = NULL;
     for (size_t i = 0; i < x->npins; i++)
         rocksdb_pinnableslice_destroy(x->pins[i]);
     x->pins = NULL; /* in x->mem */
@@ -294,8 +298,28 @@ void **rx_aux(rx *x, int cf, hr_slice key) {
     return &lookup(x, cf, key, true)->aux;
 }
 
+/* A batch of many range reads on "zindex" (friends-reads: one per URL) would
+ * build an iterator over every memtable and level for each. When the batch's
+ * iterators see the snapshot alone (an unindexed batch), one iterator serves
+ * them all: a range read never leaves its collection, which is the prefix
+ * (rocks.c, zindex_cf_options), so prefix_same_as_start bounds it as the
+ * bounds would, and the callers check every key against their range anyway. */
+static bool zindex_shared(rx *x, rx_iter *ri) {
+    if (x->wbi) return false;
+    if (x->zit == NULL) {
+        x->zit_ropts = rocksdb_readoptions_create();
+        rocksdb_readoptions_set_snapshot(x->zit_ropts, x->snap);
+        rocksdb_readoptions_set_prefix_same_as_start(x->zit_ropts, 1);
+        x->zit = rocksdb_create_iterator_cf(x->s->db, x->zit_ropts, x->s->cf[CF_ZINDEX]);
+    }
+    ri->it = x->zit;
+    ri->shared = true;
+    return true;
+}
+
 void rx_iter_open(rx *x, rx_iter *ri, int cf, hr_slice lower, hr_slice upper) {
     memset(ri, 0, sizeof *ri);
+    if (cf == CF_ZINDEX && zindex_shared(x, ri)) return;
     hr_buf_append_slice(&ri->lower, lower);
     hr_buf_append_slice(&ri->upper, upper);
     ri->ropts = rocksdb_readoptions_create();
@@ -317,7 +341,7 @@ int rx_iter_status(rx *x, rx_iter *ri) {
 }
 
 void rx_iter_close(rx_iter *ri) {
-    if (ri->it) rocksdb_iter_destroy(ri->it);
+    if (ri->it && !ri->shared) rocksdb_iter_destroy(ri->it);
     if (ri->ropts) rocksdb_readoptions_destroy(ri->ropts);
     hr_buf_free(&ri->lower);
     hr_buf_free(&ri->upper);
