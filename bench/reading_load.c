@@ -41,7 +41,7 @@
  *                server reaches when writes pause, and the one PostgreSQL is
  *                measured in, after its load and VACUUM), the friends-reads
  *                of 5 again, as REOPENED_*
- *   8. sides     (--sides 1) the M450 friends-reads with every URL forced to
+ *   8. sides     (--sides 1) the friends-reads of 7 with every URL forced to
  *                one side in turn (lists, probes, the friends' sets), to
  *                check the per-query choice against each alone
  *   6. export    (--out DIR) what PostgreSQL loads and what wrk sends:
@@ -56,7 +56,12 @@
  *
  * usage: reading_load --store URI [--scale F] [--heavy N] [--threads N]
  *                     [--seed N] [--calls N] [--duration S] [--out DIR]
- *                     [--sides 1] */
+ *                     [--sides 1] [--reuse 1] [--only NAME]
+ *
+ * --reuse 1 skips 1-4 and 5's measures: the store already holds the dataset
+ * of these options (an earlier run's directory), and only 7 and 8 are measured;
+ * for comparing builds on one dataset without reloading it. --only NAME
+ * measures only the queries whose names contain NAME (to profile one). */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -66,6 +71,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench_util.h"
 #include "common/arena.h"
@@ -102,7 +108,9 @@ static struct {
     int threads;
     uint64_t seed;
     bool sides; /* also measure friends-reads with each side forced */
-} opt = {NULL, NULL, 1.0, 10.0, 5000, 2000, 2, 42, false};
+    bool reuse;       /* the store was loaded by an earlier run with the same options */
+    const char *only; /* measure only the queries whose names contain this (for profiles) */
+} opt = {NULL, NULL, 1.0, 10.0, 5000, 2000, 2, 42, false, false, NULL};
 
 static hr_store *store;
 static hr_graph *graph;
@@ -493,23 +501,34 @@ static uint64_t ops_total(void) {
 
 /* --calls calls on this thread (latency), then --threads threads for a
  * quarter of --duration (throughput). */
+static double thread_cpu(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static void measure(const query *q, size_t calls, job *jobs) {
+    if (opt.only && strstr(q->name, opt.only) == NULL) return;
     bu_rng r = bu_rng_for(opt.seed, 6000000 + (uint64_t)q->what * 10 + (uint64_t)q->kind * 2 + q->worst);
     hr_arena a = HR_ARENA_INIT;
     bu_lat lat = {0};
     qstats st = {0};
     uint64_t ops0 = ops_total(), batches0 = hr_store_batches_total();
+    /* CPU time: on a shared machine the wall-clock latencies carry other
+     * processes' load; this thread's CPU time per call compares builds fairly. */
+    double cpu0 = thread_cpu();
     for (size_t c = 0; c < calls; c++) {
         double t0 = bu_now();
         one_query(q, &r, &a, &st);
         bu_lat_add(&lat, bu_now() - t0);
     }
+    double cpu_ms = (thread_cpu() - cpu0) * 1e3 / (double)calls;
     double ops = (double)(ops_total() - ops0) / (double)calls;
     double batches = (double)(hr_store_batches_total() - batches0) / (double)calls;
     printf("%s_N=%zu\n%s_P50_MS=%.3f\n%s_P90_MS=%.3f\n%s_P99_MS=%.3f\n%s_MAX_MS=%.3f\n", q->name, calls,
            q->name, bu_lat_ms(&lat, 50), q->name, bu_lat_ms(&lat, 90), q->name, bu_lat_ms(&lat, 99), q->name,
            bu_lat_ms(&lat, 100));
-    printf("%s_BATCHES=%.2f\n%s_OPS=%.0f\n", q->name, batches, q->name, ops);
+    printf("%s_BATCHES=%.2f\n%s_OPS=%.0f\n%s_CPU_MS=%.3f\n", q->name, batches, q->name, ops, q->name, cpu_ms);
     if (q->what == 0)
         printf("%s_FRIENDS=%.0f\n%s_SIDES=\"list %.1f, probe %.1f, friends' sets %.1f\"\n", q->name,
                (double)st.friends / (double)calls, q->name, (double)st.urls_list / (double)calls,
@@ -573,7 +592,7 @@ static void export_queries(void) {
 static void usage(void) {
     fprintf(stderr,
             "usage: " TOOL " --store URI [--scale F] [--heavy N] [--threads N] [--seed N] [--calls N]\n"
-            "                    [--duration S] [--out DIR] [--sides 1]\n");
+            "                    [--duration S] [--out DIR] [--sides 1] [--reuse 1] [--only NAME]\n");
     exit(2);
 }
 
@@ -599,6 +618,10 @@ int main(int argc, char **argv) {
             opt.seed = (uint64_t)atoll(v);
         else if (strcmp(a, "--sides") == 0)
             opt.sides = atoi(v) != 0;
+        else if (strcmp(a, "--only") == 0)
+            opt.only = v;
+        else if (strcmp(a, "--reuse") == 0)
+            opt.reuse = atoi(v) != 0;
         else
             usage();
         i++;
@@ -616,6 +639,13 @@ int main(int argc, char **argv) {
     t_end = hr_now_ms();
     job *jobs = calloc((size_t)opt.threads, sizeof *jobs);
     printf("SCALE=%g\nUSERS=%zu\nURLS=%zu\nHEAVY=%zu\n", opt.scale, n_users, n_urls, n_heavy);
+
+    if (opt.reuse) { /* the store holds this dataset already: measure only (7, 8) */
+        build_friends();
+        bu_zipf_init(&zipf, n_urls, 1.0);
+        make_feeds();
+        goto reopen;
+    }
 
     /* 1 */
     hr_arena a = HR_ARENA_INIT;
@@ -694,6 +724,7 @@ int main(int argc, char **argv) {
 
     /* 7: the store closed and reopened, as a restarted server sees it (the
      * memtables flushed); friends-reads again */
+reopen:
     hr_reading_free(reading);
     hr_graph_free(graph);
     hr_store_close(store);
@@ -727,12 +758,15 @@ int main(int argc, char **argv) {
         hr_reading_options fo = ro;
         fo.costs = &forced[f].costs;
         reading = hr_reading_new(store, graph, &fo);
-        for (int kind = 0; kind < 2; kind++) {
-            static char names[6][48];
-            char *name = names[f * 2 + (size_t)kind];
-            snprintf(name, sizeof names[0], "FORCED_%s_M450_%s", forced[f].suffix, kind ? "TAIL" : "ZIPF");
-            query q = {name, kind, false, 0};
-            measure(&q, opt.calls, jobs);
+        for (int v = 0; v < 4; v++) { /* M450 zipf, tail; worst zipf, tail */
+            static char names[12][48];
+            int kind = v & 1;
+            bool worst = v >= 2;
+            char *name = names[f * 4 + (size_t)v];
+            snprintf(name, sizeof names[0], "FORCED_%s_%s_%s", forced[f].suffix, worst ? "WORST" : "M450",
+                     kind ? "TAIL" : "ZIPF");
+            query q = {name, kind, worst, 0};
+            measure(&q, worst ? opt.calls / 4 + 1 : opt.calls, jobs);
         }
     }
 

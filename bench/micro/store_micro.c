@@ -28,6 +28,10 @@
  *                                read of a missing key, in batches of 16
  *                                (1 M random 40-byte keys): what every
  *                                sub-key of a batch pays
+ *   store_micro URI ranges       hr_zcard + hr_zrange of 100 short sorted sets
+ *                                in one batch (200 K sets of 1..8 members
+ *                                written over four reopens, some empty): what
+ *                                friends-reads pays per reader list
  *
  * Keys are prefixed with a random tag, so runs on a shared cluster do not
  * collide; RocksDB runs want a fresh directory. */
@@ -301,12 +305,59 @@ static void kv(void) {
     hr_batch_free(b);
 }
 
+/* Range reads of many short sorted sets in one batch, as friends-reads reads
+ * the reader lists of a feed's 100 URLs: 200 K sets of 1..8 members, written
+ * in four rounds with a close and reopen after each (so each set is spread
+ * over several SST files, as reads accumulated over days are; some sets stay
+ * empty, as most URLs of a feed may), then batches
+ * of 100 hr_zrange (32 members at most) of random sets, and the same sets'
+ * hr_zcard: microseconds per range read. */
+static void ranges(void) {
+    enum { SETS = 200000, ROUNDS = 4, PER_BATCH = 100, READS = 100000 };
+    hr_batch *b = hr_batch_new();
+    char k[96], m[32];
+    for (int round = 0; round < ROUNDS; round++) {
+        for (int i = 0; i < SETS;) {
+            hr_batch_reset(b);
+            for (int j = 0; j < 1000; j++, i++) {
+                snprintf(k, sizeof k, "{%s}:r:%d", tag, i);
+                for (int n = 0; n < ((i >> round) & 3) % 3; n++) { /* 0..2 a round: 0..8 in all */
+                    snprintf(m, sizeof m, "u%d.%d", round, n);
+                    hr_zadd(b, hr_slice_str(k), round * 10 + n, hr_slice_str(m));
+                }
+            }
+            run(b);
+        }
+        hr_store_close(S);
+        open_store();
+    }
+    hr_zrange_spec sp = hr_zrange_all(false, 32);
+    uint64_t t0 = hr_mono_ns();
+    size_t entries = 0;
+    for (int i = 0; i < READS;) {
+        hr_batch_reset(b);
+        for (int j = 0; j < PER_BATCH; j++, i++) {
+            snprintf(k, sizeof k, "{%s}:r:%d", tag, (int)(rnd() % SETS));
+            hr_zcard(b, hr_slice_str(k));
+            hr_zrange(b, hr_slice_str(k), &sp);
+        }
+        run(b);
+        for (size_t j = 1; j < hr_batch_len(b); j += 2)
+            entries += hr_batch_result(b, j)->n_entries;
+    }
+    printf("ranges: %.2f us per zcard + zrange of a short set (%.2f members on average, batches of %d, "
+           "%d rounds of writes)\n",
+           (double)(hr_mono_ns() - t0) / 1e3 / READS, (double)entries / READS, PER_BATCH, ROUNDS);
+    hr_batch_free(b);
+}
+
 int main(int argc, char **argv) {
     bool fan_mode = argc >= 3 && (strcmp(argv[2], "fanout") == 0 || strcmp(argv[2], "zfanout") == 0);
     bool one_word = argc == 3 && (strcmp(argv[2], "tombstones") == 0 || strcmp(argv[2], "tombstones-disk") == 0 ||
-                                  strcmp(argv[2], "pset") == 0 || strcmp(argv[2], "kv") == 0);
+                                  strcmp(argv[2], "pset") == 0 || strcmp(argv[2], "kv") == 0 ||
+                                  strcmp(argv[2], "ranges") == 0);
     if (!one_word && !(fan_mode && argc <= 5)) {
-        fprintf(stderr, "usage: store_micro URI tombstones|tombstones-disk|pset|kv\n"
+        fprintf(stderr, "usage: store_micro URI tombstones|tombstones-disk|pset|kv|ranges\n"
                         "       store_micro URI fanout|zfanout [ENTRIES [THREADS]]\n");
         return 2;
     }
@@ -326,6 +377,8 @@ int main(int argc, char **argv) {
         tombstones();
     } else if (strcmp(argv[2], "kv") == 0) {
         kv();
+    } else if (strcmp(argv[2], "ranges") == 0) {
+        ranges();
     } else {
         pset();
     }

@@ -169,6 +169,56 @@ static int mkdir_p(const char *path) {
     return rc;
 }
 
+/* "zindex" is only ever scanned, and a scan never leaves one collection: its
+ * bounds are the collection's prefix (rocks_ops.c, zs_scan). A seek into a
+ * short set (a URL's one or two readers) still positions an iterator in every
+ * level and L0 file, which is most of a small range read's cost (perf,
+ * friends-reads on tail feeds: 31 % in seeks). With the collection prefix as
+ * the prefix extractor, each file's bloom filter holds the prefixes it has,
+ * and a seek skips the files without the collection. The prefix is the
+ * sub-key's first 2 + key length + 8 bytes (rocks.c, LAYOUT). Keys too short
+ * to hold one (none are written) fall outside the domain: seeks to them read
+ * every file, as before. */
+static char *zx_prefix(void *state, const char *key, size_t len, size_t *plen) {
+    (void)state;
+    (void)len;
+    *plen = 2 + (((size_t)(unsigned char)key[0] << 8) | (unsigned char)key[1]) + 8;
+    return (char *)key;
+}
+
+static unsigned char zx_in_domain(void *state, const char *key, size_t len) {
+    (void)state;
+    return len >= 2 && len >= 2 + (((size_t)(unsigned char)key[0] << 8) | (unsigned char)key[1]) + 8;
+}
+
+static unsigned char zx_in_range(void *state, const char *key, size_t len) {
+    (void)state, (void)key, (void)len;
+    return 0; /* unused by RocksDB since 6.x */
+}
+
+static void zx_free(void *state) {
+    (void)state; /* stateless; RocksDB calls this whatever we pass */
+}
+
+static const char *zx_name(void *state) {
+    (void)state;
+    return "herald.collection_prefix.1"; /* recorded in each SST: change with the encoding */
+}
+
+static void zindex_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache) {
+    rocksdb_options_set_prefix_extractor(
+        o, rocksdb_slicetransform_create(NULL, zx_free, zx_prefix, zx_in_domain, zx_in_range, zx_name));
+    rocksdb_block_based_table_options_t *t = rocksdb_block_based_options_create();
+    rocksdb_block_based_options_set_block_cache(t, cache);
+    /* Prefixes only: nobody looks up an index key by itself, and one filter
+     * entry per collection instead of one per member keeps the filters small. */
+    rocksdb_block_based_options_set_filter_policy(t, rocksdb_filterpolicy_create_bloom_full(10));
+    rocksdb_block_based_options_set_whole_key_filtering(t, 0);
+    rocksdb_block_based_options_set_format_version(t, 5);
+    rocksdb_options_set_block_based_table_factory(o, t);
+    rocksdb_block_based_options_destroy(t);
+}
+
 /* Options for the DB and for each column family. compression is a
  * rocksdb_*_compression constant. The filter factories and the merge operator
  * are owned by the options (and then by the DB) once set. */
@@ -219,6 +269,10 @@ static rocksdb_options_t *make_options(rocks_store *s, const hr_store_options *o
             rocksdb_options_set_compaction_filter_factory(cfopts[i], rocks_meta_filter_factory(s));
             break;
         case CF_TL: tl_cf_options(cfopts[i], cache); break;
+        case CF_ZINDEX:
+            zindex_cf_options(cfopts[i], cache);
+            rocksdb_options_set_compaction_filter_factory(cfopts[i], rocks_sub_filter_factory(s, i));
+            break;
         case CF_QUEUE: break; /* jobs go when acked */
         default:
             rocksdb_options_set_compaction_filter_factory(cfopts[i], rocks_sub_filter_factory(s, i));

@@ -175,6 +175,16 @@ typedef struct rx {
     hr_arena mem; /* scratch, freed at the end of the batch */
     vent *tab;    /* the view: (cf, key) -> what the batch knows */
     size_t tab_cap, tab_len;
+    /* Values prefetched by the batched MultiGet, pinned in RocksDB's block
+     * cache (rocksdb_pinnableslice_t *): the view points into them instead of
+     * copying, and unpins them when it is freed, at the end of the batch. */
+    void **pins;
+    size_t npins, pins_cap;
+    /* One zindex iterator for every range read of a batch that does not
+     * index its writes (rx_iter_open), and its read options; freed with the
+     * view. */
+    rocksdb_iterator_t *zit;
+    rocksdb_readoptions_t *zit_ropts;
     /* Packed-set chunks the batch changed (keys in mem, repeats allowed):
      * their decoded forms (rx_aux) are written once each, by pset_flush. */
     hr_slice *pset_dirty;
@@ -234,6 +244,7 @@ typedef struct rx_iter {
     rocksdb_iterator_t *it;
     rocksdb_readoptions_t *ropts; /* owns the bounds; outlives it */
     hr_buf lower, upper;
+    bool shared; /* it is the batch's zindex iterator (rx.zit): close leaves it */
 } rx_iter;
 void rx_iter_open(rx *x, rx_iter *ri, int cf, hr_slice lower, hr_slice upper);
 /* 0, or HR_EIO with x->err filled when the iterator stopped on an error. */

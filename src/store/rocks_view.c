@@ -113,6 +113,14 @@ static void set_value(rx *x, vent *e, const char *val, size_t len) {
 }
 
 void rx_view_free(rx *x) {
+    if (x->zit) rocksdb_iter_destroy(x->zit);
+    if (x->zit_ropts) rocksdb_readoptions_destroy(x->zit_ropts);
+    x->zit = NULL;
+    x->zit_ropts = NULL;
+    for (size_t i = 0; i < x->npins; i++)
+        rocksdb_pinnableslice_destroy(x->pins[i]);
+    x->pins = NULL; /* in x->mem */
+    x->npins = x->pins_cap = 0;
     for (size_t i = 0; i < x->tab_cap; i++)
         free(x->tab[i].aux);
     free(x->tab);
@@ -166,43 +174,58 @@ int rx_get(rx *x, int cf, hr_slice key, hr_slice *val, bool *found) {
     return 0;
 }
 
-int rx_prefetch(rx *x, size_t n, const int *cfs, const hr_slice *keys) {
-    if (n == 0) return 0;
-    /* Keys the view does not know yet, each once. */
-    const rocksdb_column_family_handle_t **hcf = hr_arena_alloc(&x->mem, n * sizeof *hcf);
-    const char **kp = hr_arena_alloc(&x->mem, n * sizeof *kp);
-    size_t *kl = hr_arena_alloc(&x->mem, n * sizeof *kl);
-    int *kcf = hr_arena_alloc(&x->mem, n * sizeof *kcf);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        vent *e = lookup(x, cfs[i], keys[i], true);
-        if (e->state != V_UNKNOWN) continue; /* known, or already in this MultiGet */
-        e->state = V_ABSENT;                 /* until the MultiGet says otherwise */
-        hcf[m] = x->s->cf[cfs[i]];
-        kp[m] = e->key;
-        kl[m] = e->klen;
-        kcf[m] = cfs[i];
-        m++;
-    }
-    if (m == 0) return 0;
-    char **vals = hr_xcalloc(m, sizeof *vals);
-    size_t *vlens = hr_xcalloc(m, sizeof *vlens);
+/* One column family's share of a prefetch: RocksDB's batched MultiGet takes
+ * one column family a call. It looks the keys up level by level together (one
+ * pass over each file's index and filter for all of them) and pins the values
+ * in the block cache; the older rocksdb_multi_get_cf runs one Get per key and
+ * mallocs a copy of every value. The view keeps the values pinned and points
+ * into them (rx.pins) until the batch ends: a friends-reads on the friends'
+ * side reads megabytes of packed-set chunks, which are then never copied. */
+static int multi_get_cf(rx *x, int cf, size_t m, const char *const *kp, const size_t *kl) {
+    rocksdb_pinnableslice_t **vals = hr_xcalloc(m, sizeof *vals);
     char **errs = hr_xcalloc(m, sizeof *errs);
-    rocksdb_multi_get_cf(x->s->db, x->ropts, hcf, m, kp, kl, vals, vlens, errs);
+    rocksdb_batched_multi_get_cf(x->s->db, x->ropts, x->s->cf[cf], m, kp, kl, vals, errs, false);
     int rc = 0;
     for (size_t i = 0; i < m; i++) {
         if (errs[i] && rc == 0) {
             rc = rx_fail(x, errs[i]);
             errs[i] = NULL;
         }
-        if (vals[i] && rc == 0)
-            set_value(x, lookup(x, kcf[i], hr_slice_of(kp[i], kl[i]), false), vals[i], vlens[i]);
-        rocksdb_free(vals[i]);
-        rocksdb_free(errs[i]);
+        if (vals[i] && rc == 0) {
+            vent *e = lookup(x, cf, hr_slice_of(kp[i], kl[i]), false);
+            e->state = V_VALUE;
+            e->val = rocksdb_pinnableslice_value(vals[i], &e->vlen);
+            x->pins = arena_grow(&x->mem, x->pins, x->npins, &x->pins_cap, sizeof *x->pins, 64, 0);
+            x->pins[x->npins++] = vals[i];
+        } else {
+            rocksdb_pinnableslice_destroy(vals[i]);
+        }
+        free(errs[i]);
     }
     free(vals);
-    free(vlens);
     free(errs);
+    return rc;
+}
+
+int rx_prefetch(rx *x, size_t n, const int *cfs, const hr_slice *keys) {
+    if (n == 0) return 0;
+    /* Keys the view does not know yet, each once, grouped by column family. */
+    const char **kp = hr_arena_alloc(&x->mem, n * sizeof *kp);
+    size_t *kl = hr_arena_alloc(&x->mem, n * sizeof *kl);
+    int rc = 0;
+    for (int cf = 0; cf < CF_COUNT_ && rc == 0; cf++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (cfs[i] != cf) continue;
+            vent *e = lookup(x, cf, keys[i], true);
+            if (e->state != V_UNKNOWN) continue; /* known, or already in this MultiGet */
+            e->state = V_ABSENT;                 /* until the MultiGet says otherwise */
+            kp[m] = e->key;
+            kl[m] = e->klen;
+            m++;
+        }
+        if (m) rc = multi_get_cf(x, cf, m, kp, kl);
+    }
     return rc;
 }
 
@@ -275,8 +298,28 @@ void **rx_aux(rx *x, int cf, hr_slice key) {
     return &lookup(x, cf, key, true)->aux;
 }
 
+/* A batch of many range reads on "zindex" (friends-reads: one per URL) would
+ * build an iterator over every memtable and level for each. When the batch's
+ * iterators see the snapshot alone (an unindexed batch), one iterator serves
+ * them all: a range read never leaves its collection, which is the prefix
+ * (rocks.c, zindex_cf_options), so prefix_same_as_start bounds it as the
+ * bounds would, and the callers check every key against their range anyway. */
+static bool zindex_shared(rx *x, rx_iter *ri) {
+    if (x->wbi) return false;
+    if (x->zit == NULL) {
+        x->zit_ropts = rocksdb_readoptions_create();
+        rocksdb_readoptions_set_snapshot(x->zit_ropts, x->snap);
+        rocksdb_readoptions_set_prefix_same_as_start(x->zit_ropts, 1);
+        x->zit = rocksdb_create_iterator_cf(x->s->db, x->zit_ropts, x->s->cf[CF_ZINDEX]);
+    }
+    ri->it = x->zit;
+    ri->shared = true;
+    return true;
+}
+
 void rx_iter_open(rx *x, rx_iter *ri, int cf, hr_slice lower, hr_slice upper) {
     memset(ri, 0, sizeof *ri);
+    if (cf == CF_ZINDEX && zindex_shared(x, ri)) return;
     hr_buf_append_slice(&ri->lower, lower);
     hr_buf_append_slice(&ri->upper, upper);
     ri->ropts = rocksdb_readoptions_create();
@@ -298,7 +341,7 @@ int rx_iter_status(rx *x, rx_iter *ri) {
 }
 
 void rx_iter_close(rx_iter *ri) {
-    if (ri->it) rocksdb_iter_destroy(ri->it);
+    if (ri->it && !ri->shared) rocksdb_iter_destroy(ri->it);
     if (ri->ropts) rocksdb_readoptions_destroy(ri->ropts);
     hr_buf_free(&ri->lower);
     hr_buf_free(&ri->upper);

@@ -459,6 +459,45 @@ static void friends_only_and_variants_fold(env *e) {
 }
 BOTH_BACKENDS(friends_only_and_variants_fold)
 
+/* A user with more friends than a query considers: the newest
+ * HR_READING_FRIENDS_MAX count, newest first (the query reads the friend set
+ * oldest first, and again newest first only when it is that large). */
+static void only_the_newest_friends_count(env *e) {
+    site(e, "paper.example");
+    hr_buf k = HR_BUF_INIT;
+    hr_graph_key(e->graph, HR_GRAPH_FRIENDS, hr_slice_str("me"), &k);
+    hr_batch *b = hr_batch_new();
+    char id[16];
+    for (int i = 0; i <= HR_READING_FRIENDS_MAX; i++) { /* f0 the oldest friend, f5000 the newest */
+        snprintf(id, sizeof id, "f%d", i);
+        hr_zadd(b, hr_buf_slice(&k), 1000 + i, hr_slice_str(id));
+    }
+    hr_err err = {0};
+    cr_assert_eq(hr_store_exec(e->t.store, b, 0, &err), HR_OK, "%s", err.msg);
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    const char *readers[] = {"f0", "f2500", "f5000"};
+    for (size_t i = 0; i < 3; i++) {
+        share(e, readers[i], true);
+        read_ok(e, readers[i], "https://paper.example/story");
+    }
+    const char *urls[] = {"https://paper.example/story"};
+    hr_url_reads out[1];
+    hr_reads_stats st = ask(e, "me", NULL, 0, urls, 1, out);
+    cr_assert_eq(st.friends, HR_READING_FRIENDS_MAX);
+    cr_assert_str_eq(joined(e, &out[0]), "f5000,f2500", "the newest friends, newest first; f0 is beyond them");
+    cr_assert_eq(out[0].readers, 3);
+
+    hr_url_reads *pop;
+    size_t n;
+    cr_assert_eq(hr_reading_friends_popular(e->reading, hr_slice_str("me"), HR_WINDOW_1D, 10, hr_now_ms(), &e->a,
+                                            &pop, &n, &err),
+                 HR_OK, "%s", err.msg);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(pop[0].n_friends, 2, "friends-popular considers the same friends");
+}
+BOTH_BACKENDS(only_the_newest_friends_count)
+
 /* Random reads among 60 users and 30 URLs; friends-reads for each user with
  * the list side forced, the friends' side forced and the default, against
  * the model. Some URLs get long lists, so the first round trip's 32 readers

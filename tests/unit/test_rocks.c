@@ -374,3 +374,88 @@ Test(rocks_internals, ranking_memory_budget) {
     top5("rank", top, sizeof top);
     cr_assert_str_eq(top, "m1099 m1098 m1097 m1096 m1095");
 }
+
+/* Range reads of many sorted sets in one batch, each set spread over the
+ * bottom level, an L0 file and the memtable, their names sharing prefixes
+ * ("s1", "s10"...): what friends-reads does with 100 reader lists. The
+ * zindex prefix filters skip files, and the batch's range reads share one
+ * iterator (rocks_view.c); each answer must still be its own set's, exactly. */
+#define NSETS 24
+static void zadd_round(int round) {
+    hr_batch *b = hr_batch_new();
+    for (long i = 0; i < NSETS; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "s%ld", i);
+        for (long j = 0; j < i % 4; j++) { /* s0, s4...: no members */
+            char m[48];
+            snprintf(m, sizeof m, "r%d.%ld", round, j);
+            hr_zadd(b, hr_slice_str(key), round * 10 + j, hr_slice_str(m));
+        }
+    }
+    exec(b);
+    hr_batch_free(b);
+}
+
+/* The members of res joined by spaces. */
+static void joined(const hr_result *res, char *out, size_t n) {
+    out[0] = '\0';
+    for (size_t i = 0; i < res->n_entries; i++)
+        snprintf(out + strlen(out), n - strlen(out), "%s%.*s", i ? " " : "", (int)res->entries[i].member.len,
+                 res->entries[i].member.ptr);
+}
+
+/* What s<i> holds after rounds 0..2, forward, as "r0.0 r0.1 r1.0 ...". */
+static void expected(long i, bool reverse, size_t limit, char *out, size_t n) {
+    char all[3 * 4][48];
+    size_t k = 0;
+    for (int round = 0; round < 3; round++)
+        for (long j = 0; j < i % 4; j++)
+            snprintf(all[k++], sizeof all[0], "r%d.%ld", round, j);
+    out[0] = '\0';
+    for (size_t x = 0; x < k && x < limit; x++)
+        snprintf(out + strlen(out), n - strlen(out), "%s%s", x ? " " : "", all[reverse ? k - 1 - x : x]);
+}
+
+Test(rocks_internals, many_range_reads_in_one_batch) {
+    rocks_store *r = (rocks_store *)S;
+    rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+    rocksdb_flushoptions_set_wait(fo, 1);
+    char *errptr = NULL;
+    zadd_round(0);
+    compact_all(); /* the bottom level */
+    zadd_round(1);
+    rocksdb_flush_cf(r->db, fo, r->cf[CF_ZINDEX], &errptr); /* an L0 file */
+    cr_assert_null(errptr, "%s", errptr);
+    rocksdb_flushoptions_destroy(fo);
+    zadd_round(2); /* the memtable */
+
+    for (int indexed = 0; indexed < 2; indexed++) {
+        hr_batch *b = hr_batch_new();
+        /* indexed: a write before the reads makes the batch index its
+         * writes, and its iterators see them (the member "new" of s_new) */
+        if (indexed) hr_zadd(b, hr_slice_str("s_new"), 1, hr_slice_str("new"));
+        size_t first = hr_batch_len(b);
+        for (long i = 0; i < NSETS; i++) {
+            char key[32];
+            snprintf(key, sizeof key, "s%ld", i);
+            hr_zrange_spec fwd = hr_zrange_all(false, 100), rev = hr_zrange_all(true, 2);
+            hr_zrange(b, hr_slice_str(key), &fwd);
+            hr_zrange(b, hr_slice_str(key), &rev);
+        }
+        hr_zrange_spec all = hr_zrange_all(false, 100);
+        size_t fresh = hr_zrange(b, hr_slice_str("s_new"), &all);
+        exec(b);
+        char got[256], want[256];
+        for (long i = 0; i < NSETS; i++) {
+            joined(hr_batch_result(b, first + 2 * (size_t)i), got, sizeof got);
+            expected(i, false, 100, want, sizeof want);
+            cr_assert_str_eq(got, want, "s%ld forward (indexed %d)", i, indexed);
+            joined(hr_batch_result(b, first + 2 * (size_t)i + 1), got, sizeof got);
+            expected(i, true, 2, want, sizeof want);
+            cr_assert_str_eq(got, want, "s%ld backward (indexed %d)", i, indexed);
+        }
+        joined(hr_batch_result(b, fresh), got, sizeof got);
+        cr_assert_str_eq(got, indexed ? "new" : "", "indexed %d", indexed);
+        hr_batch_free(b);
+    }
+}
