@@ -45,23 +45,13 @@ PIDS=()
 CLUSTER_STARTED=0
 COMMANDS=()
 ROWS=()
-START_TIME=$(date +%s)
-
-log() { printf '[feeds %4ds] %s\n' "$(( $(date +%s) - START_TIME ))" "$*" >&2; }
-die() { printf '\nbench/feeds.sh: FAILED: %s\n' "$*" >&2; exit 1; }
+BENCH_NAME=feeds
+# log, die, bench_traps, quote_cmd, tail_log, free_port, stop_pid, to_ms, run_wrk, ... (lib.sh)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-
-cleanup() {
-    local rc=$?
-    set +e
-    for pid in "${PIDS[@]:-}"; do [ -n "$pid" ] && stop_pid "$pid"; done
+cleanup_more() {
     [ "$CLUSTER_STARTED" = 1 ] && scripts/redis-cluster.sh stop "$CLUSTER_PORT" >/dev/null 2>&1
-    if [ "$rc" -ne 0 ] && [ -n "${KEEP_TMP:-}" ]; then echo "logs kept in $TMP" >&2; else rm -rf "$TMP"; fi
-    exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps
 
 for tool in wrk nginx redis-server redis-cli; do
     command -v "$tool" >/dev/null 2>&1 || die "$tool is not installed (make deps installs it)"

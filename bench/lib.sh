@@ -1,8 +1,37 @@
 # bench/lib.sh — helpers shared by the scripts of bench/ (run.sh, stories.sh,
 # feeds.sh, reading.sh).
-# Sourced, not run. Expects the caller's globals: TMP (scratch dir), PY,
-# DUR, WARMUP, WRK_THREADS (wrk settings), COMMANDS and ROWS (arrays the
-# results are built from), and a log function.
+# Sourced, not run. Expects the caller's globals: BENCH_NAME (the part's
+# name, for the log), TMP (scratch dir), PIDS (processes to stop on exit),
+# PY, DUR, WARMUP, WRK_THREADS (wrk settings), COMMANDS and ROWS (arrays the
+# results are built from). A caller that has more to undo on exit (a Redis
+# Cluster, PostgreSQL) defines cleanup_more before calling bench_traps.
+
+START_TIME=$(date +%s)
+log() { printf '[%s %4ds] %s\n' "$BENCH_NAME" "$(( $(date +%s) - START_TIME ))" "$*" >&2; }
+die() {
+    printf '\n%s bench: FAILED: %s\n' "$BENCH_NAME" "$*" >&2
+    exit 1
+}
+
+# On exit: stop every process in PIDS, run cleanup_more if the caller has
+# one, and remove TMP (kept after a failure when KEEP_TMP is set).
+bench_cleanup() {
+    local rc=$?
+    set +e
+    for pid in "${PIDS[@]:-}"; do [ -n "$pid" ] && stop_pid "$pid"; done
+    declare -F cleanup_more >/dev/null && cleanup_more
+    if [ "$rc" -ne 0 ] && [ -n "${KEEP_TMP:-}" ]; then
+        echo "$BENCH_NAME bench: logs and data kept in $TMP" >&2
+    else
+        rm -rf "$TMP"
+    fi
+    exit "$rc"
+}
+bench_traps() {
+    trap bench_cleanup EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+}
 
 # A command line as it can be pasted back into a shell.
 quote_cmd() { local out; out=$(printf '%q ' "$@"); echo "${out% }"; }

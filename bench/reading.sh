@@ -76,35 +76,11 @@ PG_VERSION=""
 PG_STARTED=0
 COMMANDS=()
 ROWS=()          # "name|rps|p50|p99|errors"
-START_TIME=$(date +%s)
-
-log() { printf '[reading %4ds] %s\n' "$(( $(date +%s) - START_TIME ))" "$*" >&2; }
-die() {
-    printf '\nreading bench: FAILED: %s\n' "$*" >&2
-    exit 1
-}
-
-# quote_cmd, tail_log, free_port, stop_pid, to_ms, run_wrk, start_herald,
-# pg_setup, pg_start, pg_stop, pgbench_percentiles, loadavg, row_field, div, ge, le, verdict
+BENCH_NAME=reading
+# log, die, bench_traps, quote_cmd, tail_log, free_port, stop_pid, to_ms, run_wrk, ... (lib.sh)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-
-cleanup() {
-    local rc=$?
-    set +e
-    for pid in "${PIDS[@]:-}"; do
-        [ -n "$pid" ] && stop_pid "$pid"
-    done
-    pg_stop
-    if [ "$rc" -ne 0 ] && [ -n "${KEEP_TMP:-}" ]; then
-        echo "reading bench: logs and data kept in $TMP" >&2
-    else
-        rm -rf "$TMP"
-    fi
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+cleanup_more() { pg_stop; }
+bench_traps
 
 command -v wrk >/dev/null 2>&1 || die "wrk is not installed (make deps installs it)"
 awk -v s="$SCALE" 'BEGIN { exit !(s > 0 && s <= 10) }' || die "BENCH_READING_SCALE must be in (0, 10], got '$SCALE'"

@@ -65,43 +65,16 @@ PIDS=()
 CLUSTER_STARTED=0
 COMMANDS=()
 ROWS=()          # "name|rps|p50|p99|errors"
-START_TIME=$(date +%s)
-
-log() { printf '[bench %3ds] %s\n' "$(( $(date +%s) - START_TIME ))" "$*" >&2; }
-die() {
-    printf '\nbench: FAILED: %s\n' "$*" >&2
-    exit 1
-}
-
-# quote_cmd, tail_log, free_port, stop_pid, to_ms, run_wrk, wait_http, start_herald, start_nginx, ensure_cluster
+BENCH_NAME=bench
+# log, die, bench_traps, quote_cmd, tail_log, free_port, stop_pid, to_ms, run_wrk, ... (lib.sh)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-
-cleanup() {
-    local rc=$?
-    set +e
-    for pid in "${PIDS[@]:-}"; do
-        [ -n "$pid" ] || continue
-        if kill -0 "$pid" 2>/dev/null; then
-            kill -TERM "$pid" 2>/dev/null
-            for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-            kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
-            wait "$pid" 2>/dev/null
-        fi
-    done
+cleanup_more() {
     if [ "$CLUSTER_STARTED" = 1 ]; then
         log "stopping the Redis Cluster on $CLUSTER_PORT"
         scripts/redis-cluster.sh stop "$CLUSTER_PORT" >/dev/null 2>&1
     fi
-    if [ "$rc" -ne 0 ] && [ -n "${KEEP_TMP:-}" ]; then
-        echo "bench: logs kept in $TMP" >&2
-    else
-        rm -rf "$TMP"
-    fi
-    exit "$rc"
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+bench_traps
 
 need() { command -v "$1" >/dev/null 2>&1 || die "$1 is not installed (make deps installs it)"; }
 need wrk

@@ -74,41 +74,11 @@ PG_VERSION=""
 PG_STARTED=0
 COMMANDS=()
 ROWS=()          # "name|rps|p50|p99|errors"
-START_TIME=$(date +%s)
-
-log() { printf '[stories %4ds] %s\n' "$(( $(date +%s) - START_TIME ))" "$*" >&2; }
-die() {
-    printf '\nstories bench: FAILED: %s\n' "$*" >&2
-    exit 1
-}
-
-# quote_cmd, tail_log, free_port, stop_pid, to_ms, run_wrk, pg_setup, pg_start, pg_stop,
-# loadavg, row_field, div, ge, le, verdict
+BENCH_NAME=stories
+# log, die, bench_traps, quote_cmd, tail_log, free_port, stop_pid, to_ms, run_wrk, ... (lib.sh)
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-
-cleanup() {
-    local rc=$?
-    set +e
-    for pid in "${PIDS[@]:-}"; do
-        [ -n "$pid" ] || continue
-        if kill -0 "$pid" 2>/dev/null; then
-            kill -TERM "$pid" 2>/dev/null
-            for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-            kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
-            wait "$pid" 2>/dev/null
-        fi
-    done
-    pg_stop
-    if [ "$rc" -ne 0 ] && [ -n "${KEEP_TMP:-}" ]; then
-        echo "stories bench: logs and data kept in $TMP" >&2
-    else
-        rm -rf "$TMP"
-    fi
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+cleanup_more() { pg_stop; }
+bench_traps
 
 command -v wrk >/dev/null 2>&1 || die "wrk is not installed (make deps installs it)"
 awk -v s="$SCALE" 'BEGIN { exit !(s > 0 && s <= 10) }' || die "BENCH_STORIES_SCALE must be in (0, 10], got '$SCALE'"
