@@ -208,10 +208,14 @@ static const char *zx_name(void *state) {
 static void zindex_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache) {
     rocksdb_options_set_prefix_extractor(
         o, rocksdb_slicetransform_create(NULL, zx_free, zx_prefix, zx_in_domain, zx_in_range, zx_name));
-    rocksdb_block_based_table_options_t *t = rocksdb_block_based_options_create();
-    rocksdb_block_based_options_set_block_cache(t, cache);
     /* Prefixes only: nobody looks up an index key by itself, and one filter
      * entry per collection instead of one per member keeps the filters small. */
+    rocks_prefix_bloom_tables(o, cache);
+}
+
+void rocks_prefix_bloom_tables(rocksdb_options_t *o, rocksdb_cache_t *cache) {
+    rocksdb_block_based_table_options_t *t = rocksdb_block_based_options_create();
+    rocksdb_block_based_options_set_block_cache(t, cache);
     rocksdb_block_based_options_set_filter_policy(t, rocksdb_filterpolicy_create_bloom_full(10));
     rocksdb_block_based_options_set_whole_key_filtering(t, 0);
     rocksdb_block_based_options_set_format_version(t, 5);

@@ -403,6 +403,10 @@ void tl_key(hr_buf *out, hr_slice list, int64_t time_ms, hr_slice member);
  * its member into member (room for key.len bytes), *member_len bytes long.
  * -1 if malformed. */
 int tl_key_parse(hr_slice key, size_t prefix_len, int64_t *time_ms, char *member, size_t *member_len);
+/* Block-based tables with bloom filters of key prefixes only (the column
+ * family's prefix extractor), sharing cache: for column families that are
+ * scanned by prefix and never looked up by whole key (rocks.c). */
+void rocks_prefix_bloom_tables(rocksdb_options_t *o, rocksdb_cache_t *cache);
 /* Options of the "timelists" column family: its prefix extractor, hashed
  * memtable, tables with prefix blooms (sharing cache) and expiry filter. */
 void tl_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache);

@@ -319,13 +319,7 @@ void tl_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache) {
     rocksdb_options_set_max_write_buffer_number(o, TL_WRITE_BUFFERS);
     rocksdb_options_set_compaction_filter_factory(o, rocks_tl_filter_factory());
 
-    rocksdb_block_based_table_options_t *t = rocksdb_block_based_options_create();
-    rocksdb_block_based_options_set_block_cache(t, cache);
     /* Bloom filters of list prefixes, not of whole keys: a time list is only
      * ever scanned, never looked up by key. */
-    rocksdb_block_based_options_set_filter_policy(t, rocksdb_filterpolicy_create_bloom_full(10));
-    rocksdb_block_based_options_set_whole_key_filtering(t, 0);
-    rocksdb_block_based_options_set_format_version(t, 5);
-    rocksdb_options_set_block_based_table_factory(o, t);
-    rocksdb_block_based_options_destroy(t);
+    rocks_prefix_bloom_tables(o, cache);
 }
