@@ -118,26 +118,14 @@ log "loaded in $(( LOAD_DONE - START_TIME )) s; data $(du -sh "$STORE_DIR" | cut
 
 # ---- 2. herald over HTTP ------------------------------------------------------------
 
-port=$(free_port)
-hcmd=("$HERALD" serve --listen "127.0.0.1:$port" --store "rocksdb:$STORE_DIR" --threads 2)
-COMMANDS+=("$(quote_cmd "${hcmd[@]}")")
-log "starting herald: ${hcmd[*]}"
 HSTART=$(date +%s.%N)
-"${hcmd[@]}" >"$TMP/herald.out" 2>"$TMP/herald.err" &
-HERALD_PID=$!
-PIDS+=("$HERALD_PID")
-for _ in $(seq 1 600); do
-    grep -q ready "$TMP/herald.out" 2>/dev/null && break
-    kill -0 "$HERALD_PID" 2>/dev/null || { tail_log "$TMP/herald.err"; die "herald exited before it was ready"; }
-    sleep 0.1
-done
-grep -q ready "$TMP/herald.out" || { tail_log "$TMP/herald.err"; die "herald printed no ready line in 60 s"; }
+start_herald stories "rocksdb:$STORE_DIR"
 HERALD_OPEN_S=$(awk -v a="$HSTART" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-URL="http://127.0.0.1:$port"
+URL=$HERALD_URL
 UNSEEN_PATH="/api/v1/members/heavy/unseen?limit=20"
 
 # The server's first page must be the one the loader saw in-process.
-"$PY" - "$URL$UNSEEN_PATH" "$DATA/unseen_heavy.txt" >"$TMP/probe.txt" 2>&1 <<'EOF' || { cat "$TMP/probe.txt" >&2; tail_log "$TMP/herald.err"; die "herald's unseen page is not the loader's"; }
+"$PY" - "$URL$UNSEEN_PATH" "$DATA/unseen_heavy.txt" >"$TMP/probe.txt" 2>&1 <<'EOF' || { cat "$TMP/probe.txt" >&2; tail_log "$TMP/herald-stories.err"; die "herald's unseen page is not the loader's"; }
 import json, sys, urllib.request
 page = json.load(urllib.request.urlopen(sys.argv[1], timeout=30))
 got = [s["id"] for s in page["stories"]]
@@ -153,7 +141,7 @@ run_wrk "herald unseen (2 conn)" 2 "" "$URL$UNSEEN_PATH"
 export BENCH_OBJECTS_FILE=$DATA/put_objects.txt BENCH_MEMBERS=$MEMBERS
 run_wrk "herald rating PUT (64 conn)" "$CONNS" bench/ratings_put.lua "$URL"
 run_wrk "herald unseen after PUTs (2 conn)" 2 "" "$URL$UNSEEN_PATH"
-kill -0 "$HERALD_PID" 2>/dev/null || { tail_log "$TMP/herald.err"; die "herald died during the run"; }
+kill -0 "$HERALD_PID" 2>/dev/null || { tail_log "$TMP/herald-stories.err"; die "herald died during the run"; }
 stop_pid "$HERALD_PID"
 
 # ---- 3. PostgreSQL ------------------------------------------------------------------
