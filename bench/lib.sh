@@ -1,10 +1,20 @@
 # bench/lib.sh — helpers shared by the scripts of bench/ (run.sh, stories.sh,
 # feeds.sh, reading.sh).
-# Sourced, not run. Expects the caller's globals: BENCH_NAME (the part's
-# name, for the log), TMP (scratch dir), PIDS (processes to stop on exit),
-# PY, DUR, WARMUP, WRK_THREADS (wrk settings), COMMANDS and ROWS (arrays the
-# results are built from). A caller that has more to undo on exit (a Redis
-# Cluster, PostgreSQL) defines cleanup_more before calling bench_traps.
+# Sourced, not run. Sets the shared settings below (DUR, WARMUP, CONNS,
+# WRK_THREADS, HERALD, PY). Expects the caller's globals: BENCH_NAME (the
+# part's name, for the log), TMP (scratch dir), PIDS (processes to stop on
+# exit), COMMANDS and ROWS (arrays the results are built from). A caller
+# that has more to undo on exit (a Redis Cluster, PostgreSQL) defines
+# cleanup_more before calling bench_traps.
+
+# Settings every part shares; the environment overrides them.
+DUR=${BENCH_DURATION:-10}               # seconds a wrk measurement runs
+WARMUP=${BENCH_WARMUP:-2}               # seconds of wrk before it
+CONNS=${BENCH_CONNECTIONS:-64}
+WRK_THREADS=${BENCH_WRK_THREADS:-2}
+HERALD=${HERALD_BIN:-build/herald}
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
 
 START_TIME=$(date +%s)
 log() { printf '[%s %4ds] %s\n' "$BENCH_NAME" "$(( $(date +%s) - START_TIME ))" "$*" >&2; }

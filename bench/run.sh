@@ -48,15 +48,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
-DUR=${BENCH_DURATION:-10}
-WARMUP=${BENCH_WARMUP:-2}
-CONNS=${BENCH_CONNECTIONS:-64}
-WRK_THREADS=${BENCH_WRK_THREADS:-2}
 REDIS_N=${BENCH_REDIS_N:-500000}
 CLUSTER_PORT=${BENCH_CLUSTER_PORT:-7200}
-HERALD=${HERALD_BIN:-build/herald}
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
 RESULTS_DIR=$ROOT/bench/results
 RESULTS=$RESULTS_DIR/counters-latest.md
 
