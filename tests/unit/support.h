@@ -19,4 +19,16 @@ void test_store_close(test_store *t);
 /* A name unique to this process and call: prefix + random hex. Returns buf. */
 char *test_unique(char *buf, size_t cap, const char *prefix);
 
+/* Register one check in two Criterion suites, one per backend: the test
+ * calls runner("rocksdb", check) in rocks_suite and runner("redis", check)
+ * in redis_suite. Each test file names its suites and its runner (which
+ * opens the store and what the check needs over it). */
+#define TEST_BOTH_BACKENDS(rocks_suite, redis_suite, runner, check)                                          \
+    Test(rocks_suite, check) {                                                                               \
+        runner("rocksdb", check);                                                                            \
+    }                                                                                                        \
+    Test(redis_suite, check) {                                                                               \
+        runner("redis", check);                                                                              \
+    }
+
 #endif

@@ -22,9 +22,7 @@ static void run(const char *kind, counters_check check) {
     test_store_close(&t);
 }
 
-#define BOTH_BACKENDS(check)                                   \
-    Test(counters_rocksdb, check) { run("rocksdb", check); }   \
-    Test(counters_redis, check) { run("redis", check); }
+#define BOTH_BACKENDS(check) TEST_BOTH_BACKENDS(counters_rocksdb, counters_redis, run, check)
 
 static int64_t add(hr_counters *c, hr_slice counter, const char *object, const char *token) {
     int64_t n = -1;

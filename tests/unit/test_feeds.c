@@ -55,9 +55,7 @@ static void run(const char *kind, env_check check, int64_t threshold, size_t tim
 static void run_default(const char *kind, env_check check) { run(kind, check, 10000, 1000); }
 static void run_big(const char *kind, env_check check) { run(kind, check, 2, 1000); }
 
-#define BOTH_BACKENDS(check, runner)                                                                         \
-    Test(feeds_rocksdb, check) { runner("rocksdb", check); }                                                 \
-    Test(feeds_redis, check) { runner("redis", check); }
+#define BOTH_BACKENDS(check, runner) TEST_BOTH_BACKENDS(feeds_rocksdb, feeds_redis, runner, check)
 
 /* ---- helpers ---- */
 

@@ -42,13 +42,7 @@ static void run(const char *kind, env_check check) {
     test_store_close(&e.t);
 }
 
-#define BOTH_BACKENDS(check)                                                                                 \
-    Test(ratings_rocksdb, check) {                                                                           \
-        run("rocksdb", check);                                                                               \
-    }                                                                                                        \
-    Test(ratings_redis, check) {                                                                             \
-        run("redis", check);                                                                                 \
-    }
+#define BOTH_BACKENDS(check) TEST_BOTH_BACKENDS(ratings_rocksdb, ratings_redis, run, check)
 
 /* A story at https://example.com/N; its id into id. */
 static void story(env *e, int n, int64_t time, char id[17]) {

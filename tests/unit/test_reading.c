@@ -263,13 +263,7 @@ static void run(const char *kind, env_check check) {
     test_store_close(&e.t);
 }
 
-#define BOTH_BACKENDS(check)                                                                                 \
-    Test(reading_rocksdb, check) {                                                                           \
-        run("rocksdb", check);                                                                               \
-    }                                                                                                        \
-    Test(reading_redis, check) {                                                                             \
-        run("redis", check);                                                                                 \
-    }
+#define BOTH_BACKENDS(check) TEST_BOTH_BACKENDS(reading_rocksdb, reading_redis, run, check)
 
 static void befriend(env *e, const char *x, const char *y) {
     hr_err err = {0};

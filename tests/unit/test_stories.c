@@ -61,13 +61,7 @@ static void run(const char *kind, env_check check) {
     env_close(&e);
 }
 
-#define BOTH_BACKENDS(check)                                                                                 \
-    Test(stories_rocksdb, check) {                                                                           \
-        run("rocksdb", check);                                                                               \
-    }                                                                                                        \
-    Test(stories_redis, check) {                                                                             \
-        run("redis", check);                                                                                 \
-    }
+#define BOTH_BACKENDS(check) TEST_BOTH_BACKENDS(stories_rocksdb, stories_redis, run, check)
 
 static hr_story create(env *e, const char *url, const char *content, int64_t time, bool want_dup) {
     hr_story st;
@@ -557,13 +551,7 @@ static void http_run(const char *kind, void (*check)(http_env *h)) {
     env_close(&h.e);
 }
 
-#define BOTH_BACKENDS_HTTP(check)                                                                            \
-    Test(stories_api_rocksdb, check) {                                                                       \
-        http_run("rocksdb", check);                                                                          \
-    }                                                                                                        \
-    Test(stories_api_redis, check) {                                                                         \
-        http_run("redis", check);                                                                            \
-    }
+#define BOTH_BACKENDS_HTTP(check) TEST_BOTH_BACKENDS(stories_api_rocksdb, stories_api_redis, http_run, check)
 
 static const char *jstr(response *r, const char *field) {
     return json_string_value(json_object_get(r->json, field));
