@@ -43,6 +43,15 @@ bench_traps() {
     trap 'exit 143' TERM
 }
 
+# The results file's last section: every command the run used, in order.
+commands_section() {
+    echo "## Commands"
+    echo
+    echo '```'
+    for c in "${COMMANDS[@]}"; do echo "$c"; done
+    echo '```'
+}
+
 # A command line as it can be pasted back into a shell.
 quote_cmd() { local out; out=$(printf '%q ' "$@"); echo "${out% }"; }
 

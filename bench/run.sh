@@ -225,11 +225,7 @@ mkdir -p "$RESULTS_DIR"
     echo "Latencies are wrk's (herald, nginx) and redis-benchmark's (redis) percentiles, in milliseconds;"
     echo "errors are non-2xx answers plus socket errors."
     echo
-    echo "## Commands"
-    echo
-    echo '```'
-    for c in "${COMMANDS[@]}"; do echo "$c"; done
-    echo '```'
+    commands_section
 } >"$RESULTS"
 
 echo

@@ -349,11 +349,7 @@ mkdir -p "$RESULTS_DIR"
         echo '```'
     fi
     echo
-    echo "## Commands"
-    echo
-    echo '```'
-    for c in "${COMMANDS[@]}"; do echo "$c"; done
-    echo '```'
+    commands_section
 } >"$RESULTS"
 
 echo
