@@ -412,6 +412,8 @@ typedef struct page_plan {
     size_t scan_max;           /* entries examined at most (queries) */
     const hr_activity *filter; /* queries */
     hr_slice big_key;          /* timelines: the reader's big accounts, read with the first round */
+    size_t first_big;          /* keys from this one on are big accounts' feeds: every reader of
+                                * one follower reads them, so the store is told they are hot */
 } page_plan;
 
 #define READ_ROUNDS 8
@@ -423,6 +425,7 @@ static void add_big_keys(hr_feeds *f, page_plan *plan, const hr_result *r, hr_ar
     hr_slice *keys = hr_arena_alloc(a, (plan->n_keys + r->n_entries) * sizeof *keys);
     memcpy(keys, plan->keys, plan->n_keys * sizeof *keys);
     plan->keys = keys;
+    plan->first_big = plan->n_keys;
     for (size_t i = 0; i < r->n_entries; i++) {
         hr_slice acct = r->entries[i].member;
         if (acct.len < 3) continue;
@@ -486,7 +489,9 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
             spec.cursor_time = pos.time_ms;
             spec.cursor_member = hr_slice_of(pos.id, HR_ACTIVITY_ID_LEN);
         }
-        for (size_t i = 0; i < plan->n_keys; i++) hr_tlrange(b, plan->keys[i], &spec);
+        hr_tlrange_spec hot = spec;
+        hot.hot = true;
+        for (size_t i = 0; i < plan->n_keys; i++) hr_tlrange(b, plan->keys[i], i >= plan->first_big ? &hot : &spec);
         /* A timeline's first round also reads the reader's big accounts, so
          * that a reader who follows none (nearly everyone) costs one range
          * round trip and one multi-get. */
@@ -506,7 +511,7 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
             all = hr_arena_alloc(a, (total + 1) * sizeof *all);
             collect(b, 0, n_lists, all, &n, &more, a);
             hr_batch_reset(b);
-            for (size_t i = n_lists; i < plan->n_keys; i++) hr_tlrange(b, plan->keys[i], &spec);
+            for (size_t i = n_lists; i < plan->n_keys; i++) hr_tlrange(b, plan->keys[i], &hot);
             rc = hr_core_exec(f->store, b, 0, "feed", err);
             if (rc != HR_OK) break;
             size_t extra = entries_in(b, 0, plan->n_keys - n_lists);
@@ -564,7 +569,7 @@ int hr_feeds_read(hr_feeds *f, hr_feed_kind kind, hr_slice id, const hr_feed_req
     memset(out, 0, sizeof *out);
     if (!hr_ident_valid(id)) return hr_err_set(err, HR_EINVAL, "%s must be an identifier", kind == HR_FEED_GROUP ? "gid" : "uid");
     hr_buf k = HR_BUF_INIT;
-    page_plan plan = {.after_ms = req->after_ms, .max_items = SIZE_MAX, .scan_max = SIZE_MAX};
+    page_plan plan = {.after_ms = req->after_ms, .max_items = SIZE_MAX, .scan_max = SIZE_MAX, .first_big = SIZE_MAX};
     if (kind == HR_FEED_USER || kind == HR_FEED_GROUP) {
         plan.keys = hr_arena_alloc(a, sizeof *plan.keys);
         plan.keys[0] = hr_arena_copy(a, kind == HR_FEED_USER ? hr_feeds_user_key(f, id, "/fd", &k)
@@ -615,6 +620,6 @@ int hr_feeds_query(hr_feeds *f, const hr_activity *filter, const hr_feed_req *re
     hr_slice keys[1] = {hr_arena_copy(a, key)};
     hr_buf_free(&k);
     page_plan plan = {.keys = keys, .n_keys = 1, .after_ms = req->after_ms, .max_items = SIZE_MAX,
-                      .scan_max = HR_FEED_SCAN_MAX, .filter = filter};
+                      .scan_max = HR_FEED_SCAN_MAX, .filter = filter, .first_big = SIZE_MAX};
     return read_page(f, &plan, req, now_ms, a, out, err);
 }

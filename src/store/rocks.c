@@ -309,6 +309,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     atomic_init(&s->next_version, ((uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u) * 1024u);
     atomic_init(&s->filters_may_read, false);
     s->zreg = zreg_new(opts);
+    s->tlc = tlcache_new(opts->tl_hot_keep);
     s->meta_cache = rcache_new(16384, 4096);
     s->chunk_cache = rcache_new(4096, 1u << 16);
 
@@ -331,6 +332,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
         for (size_t i = 0; i < ROCKS_STRIPES; i++)
             pthread_mutex_destroy(&s->stripes[i]);
         zreg_free(s->zreg);
+        tlcache_free(s->tlc);
         rcache_free(s->meta_cache);
         rcache_free(s->chunk_cache);
         free(s);
@@ -379,6 +381,7 @@ static void close_(hr_store *hs) {
         pthread_mutex_destroy(&s->stripes[i]);
     queues_free(s->queues);
     zreg_free(s->zreg);
+    tlcache_free(s->tlc);
     rcache_free(s->meta_cache);
     rcache_free(s->chunk_cache);
     free(s);
@@ -453,13 +456,17 @@ static bool reads_meta(hr_op_type t) {
     }
 }
 
-/* The sorted, distinct stripes of the keys b writes; *n of them, in mem. */
-static uint32_t *write_stripes(hr_batch *b, hr_arena *mem, size_t *n) {
+/* The sorted, distinct stripes of the keys b writes; *n of them, in mem.
+ * With tlc (the batch holds its gate), blind writes of the time lists kept
+ * in memory take their list's stripe too (rocks_tlcache.c says why). */
+static uint32_t *write_stripes(hr_batch *b, tlcache *tlc, hr_arena *mem, size_t *n) {
     uint32_t *st = hr_arena_alloc(mem, (b->len ? b->len : 1) * sizeof *st);
     size_t k = 0;
     for (size_t i = 0; i < b->len; i++) {
         const hr_op *op = &b->ops[i];
-        if (op->result.rc == HR_OK && takes_stripe(op->type))
+        if (op->result.rc != HR_OK) continue;
+        if (takes_stripe(op->type) ||
+            (tlc && (op->type == HR_OP_TLADD || op->type == HR_OP_TLREM) && tlcache_find(tlc, op->key)))
             st[k++] = rocks_stripe(op->key);
     }
     qsort(st, k, sizeof *st, cmp_u32);
@@ -545,6 +552,15 @@ static int prefetch(rx *x) {
     return rx_prefetch(x, p.n, p.cfs, p.keys);
 }
 
+/* Whether b writes time lists (then it may have to keep kept ones current). */
+static bool writes_time_lists(const hr_batch *b) {
+    for (size_t i = 0; i < b->len; i++) {
+        hr_op_type t = b->ops[i].type;
+        if (b->ops[i].result.rc == HR_OK && (t == HR_OP_TLADD || t == HR_OP_TLREM || t == HR_OP_TLTRIM)) return true;
+    }
+    return false;
+}
+
 /* Whether an op that may iterate follows a write: then iterators must see
  * the batch's writes, and the batch is indexed (see rx.wbi). */
 static bool needs_index(const hr_batch *b) {
@@ -590,8 +606,12 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
     }
 
     rx x = {.s = s, .b = b, .err = err, .mem = HR_ARENA_INIT};
+    if (tlcache_lists(s->tlc) > 0 && writes_time_lists(b)) {
+        tlcache_gate_enter(s->tlc);
+        x.tlc_gate = true;
+    }
     size_t n_stripes;
-    uint32_t *stripes = write_stripes(b, &x.mem, &n_stripes);
+    uint32_t *stripes = write_stripes(b, x.tlc_gate ? s->tlc : NULL, &x.mem, &n_stripes);
     x.stripes = stripes;
     x.nstripes = n_stripes;
     for (size_t i = 0; i < n_stripes; i++)
@@ -625,6 +645,7 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
     }
     if (wrote || rc == 0) rx_cache_after_write(&x, rc == 0, wrote); /* the record cache, under the locks */
     if (rc == 0) zmem_commit(&x); /* then the sets kept in memory */
+    if (rc == 0) tlcache_apply(&x); /* and the time lists */
     if (rc != 0) {
         zmem_abort(&x);
         fail_all(b, rc); /* nothing was written */
@@ -637,6 +658,8 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
     rocksdb_release_snapshot(s->db, x.snap);
     for (size_t i = n_stripes; i-- > 0;)
         pthread_mutex_unlock(&s->stripes[stripes[i]]);
+    if (x.tlc_gate) tlcache_gate_leave(s->tlc);
+    if (rc == 0) tlcache_keep_wanted(&x); /* with no lock held */
     zmem_end(&x);
     rx_view_free(&x);
     hr_buf_free(&x.tlkey);

@@ -47,6 +47,9 @@ enum {
 
 typedef struct zreg zreg;     /* the sorted sets kept in memory (rocks_zmem.c) */
 typedef struct rcache rcache; /* recently used records of one kind (rocks_view.c) */
+typedef struct tlcache tlcache;       /* hot time lists' newest entries (rocks_tlcache.c) */
+typedef struct tlc_list tlc_list;     /* one of them */
+typedef struct tlc_change tlc_change; /* a batch's change to one, applied after its commit */
 
 /* The stripe of a key. */
 static inline uint32_t rocks_stripe(hr_slice key) {
@@ -65,6 +68,7 @@ typedef struct rocks_store {
      * compaction filters read metadata through db. */
     atomic_bool filters_may_read;
     zreg *zreg;
+    tlcache *tlc;
     rcache *meta_cache;  /* metadata records */
     rcache *chunk_cache; /* packed-set chunks */
     pthread_mutex_t stripes[ROCKS_STRIPES];
@@ -200,6 +204,14 @@ typedef struct rx {
     size_t nzst, zst_cap;
     zmoves *zmoves;
     size_t nzmoves, zmoves_cap;
+    /* Time lists kept in memory (rocks_tlcache.c): whether the batch holds
+     * the gate (it writes time lists while some are kept), its changes to
+     * kept lists, and the lists its hot reads want kept (in mem). */
+    bool tlc_gate;
+    tlc_change *tlc;
+    size_t ntlc, tlc_cap;
+    hr_slice *tlc_want;
+    size_t ntlc_want, tlc_want_cap;
 } rx;
 
 /* What the batch itself knows of (cf, key), without reading the DB: true
@@ -403,6 +415,10 @@ void tl_key(hr_buf *out, hr_slice list, int64_t time_ms, hr_slice member);
  * its member into member (room for key.len bytes), *member_len bytes long.
  * -1 if malformed. */
 int tl_key_parse(hr_slice key, size_t prefix_len, int64_t *time_ms, char *member, size_t *member_len);
+/* Append the entry whose key suffix (time, encoded member) is sfx to a range
+ * read's result: entries grown in out (*cap of them), at most limit. 0, or
+ * HR_EIO with err filled when sfx is malformed. */
+int tl_result_push(hr_result *res, hr_arena *out, size_t *cap, size_t limit, hr_slice sfx, hr_err *err);
 /* Block-based tables with bloom filters of key prefixes only (the column
  * family's prefix extractor), sharing cache: for column families that are
  * scanned by prefix and never looked up by whole key (rocks.c). */
@@ -410,6 +426,35 @@ void rocks_prefix_bloom_tables(rocksdb_options_t *o, rocksdb_cache_t *cache);
 /* Options of the "timelists" column family: its prefix extractor, hashed
  * memtable, tables with prefix blooms (sharing cache) and expiry filter. */
 void tl_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache);
+
+/* ------------------------------------------------------------------------ */
+/* Hot time lists kept in memory (rocks_tlcache.c, which says how)           */
+
+tlcache *tlcache_new(size_t keep); /* keep: newest entries loaded (0: 1024) */
+void tlcache_free(tlcache *c);     /* NULL is a no-op */
+size_t tlcache_lists(tlcache *c);  /* lists kept */
+size_t tlcache_hits(tlcache *c);   /* range reads answered from memory so far */
+/* Held by every batch that writes time lists while some are kept, from
+ * before it chooses its stripes until after tlcache_apply. */
+void tlcache_gate_enter(tlcache *c);
+void tlcache_gate_leave(tlcache *c);
+/* The kept list named list, or NULL. */
+tlc_list *tlcache_find(tlcache *c, hr_slice list);
+/* Answer a range read of the suffixes [lo, hi) (hi.ptr NULL: to the end of
+ * the list) from memory, as op_tlrange would at the latest committed state:
+ * true when answered (res filled; *rc 0 or HR_EIO), false when the list is
+ * not loaded yet or the range reaches past what it holds. */
+bool tlcache_range(tlcache *c, tlc_list *l, hr_slice lo, hr_slice hi, const hr_tlrange_spec *sp, hr_arena *out,
+                   hr_result *res, int *rc, hr_err *err);
+/* Record a write of the batch to a kept list (the batch holds the list's
+ * stripe), applied by tlcache_apply after the commit, in order. */
+void tlcache_note(rx *x, tlc_list *l, bool add, hr_slice sfx, int64_t expire_at);
+void tlcache_apply(rx *x);
+/* A hot read of a list not kept: keep it once the batch is over. */
+void tlcache_want(rx *x, hr_slice list);
+/* At the end of the batch, with no lock held: register and load the lists
+ * it wanted kept. */
+void tlcache_keep_wanted(rx *x);
 
 /* ------------------------------------------------------------------------ */
 /* Queues (rocks_queue.c)                                                    */

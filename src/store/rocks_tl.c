@@ -41,7 +41,10 @@
  *
  * COSTS. hr_tladd and hr_tlrem write one key / one tombstone into the
  * batch's WriteBatch, without recording them in the batch's view and
- * without a lock (rocks.c leaves them out of the stripes). hr_tlrange seeks
+ * without a lock (rocks.c leaves them out of the stripes), except on a hot
+ * list kept in memory (rocks_tlcache.c): its writers take its stripe and
+ * update its copy after the commit. A range read of a kept list is answered
+ * from memory when the copy holds the range. Otherwise hr_tlrange seeks
  * to max(before bound, cursor) and reads offset + limit live entries (plus
  * one, for `more`); expired entries are skipped and not counted.
  * hr_tltrim scans the whole list and deletes, in the same WriteBatch, what
@@ -183,12 +186,27 @@ static int bufcmp(const hr_buf *a, const hr_buf *b) {
 
 /* Ops ---------------------------------------------------------------------- */
 
+/* The kept copy of op's list (rocks_tlcache.c), when the batch must keep it
+ * up to date: it holds the gate only while some list is kept. */
+static tlc_list *kept(rx *x, const hr_op *op) {
+    return x->tlc_gate ? tlcache_find(x->s->tlc, op->key) : NULL;
+}
+
+static size_t list_prefix_len(hr_slice list) {
+    return 8 + 2 + list.len;
+}
+
 int op_tladd(rx *x, hr_op *op) {
     hr_buf_clear(&x->tlkey);
     tl_key(&x->tlkey, op->key, op->time_ms, op->member);
     char v[8];
     hr_store_u64be(v, (uint64_t)op->expire_at_ms);
     rx_put_blind(x, CF_TL, hr_buf_slice(&x->tlkey), hr_slice_of(v, 8));
+    tlc_list *l = kept(x, op);
+    if (l) {
+        size_t plen = list_prefix_len(op->key);
+        tlcache_note(x, l, true, hr_slice_of(x->tlkey.data + plen, x->tlkey.len - plen), op->expire_at_ms);
+    }
     return 0;
 }
 
@@ -196,6 +214,11 @@ int op_tlrem(rx *x, hr_op *op) {
     hr_buf_clear(&x->tlkey);
     tl_key(&x->tlkey, op->key, op->time_ms, op->member);
     rx_del_blind(x, CF_TL, hr_buf_slice(&x->tlkey));
+    tlc_list *l = kept(x, op);
+    if (l) {
+        size_t plen = list_prefix_len(op->key);
+        tlcache_note(x, l, false, hr_slice_of(x->tlkey.data + plen, x->tlkey.len - plen), 0);
+    }
     op->result.num = 1; /* blind: store.h says so */
     return 0;
 }
@@ -225,6 +248,39 @@ static bool range_bounds(hr_slice list, const hr_tlrange_spec *sp, hr_buf *lo, h
     return bufcmp(lo, hi) < 0;
 }
 
+int tl_result_push(hr_result *res, hr_arena *out, size_t *cap, size_t limit, hr_slice sfx, hr_err *err) {
+    /* Grown as needed: most reads ask for a page, a few for 10,000. */
+    res->entries = arena_grow(out, res->entries, res->n_entries, cap, sizeof *res->entries, 32, limit);
+    char *m = hr_arena_alloc(out, sfx.len + 1);
+    int64_t t;
+    size_t mlen;
+    if (tl_key_parse(sfx, 0, &t, m, &mlen) != 0)
+        return hr_err_set(err, HR_EIO, "rocksdb: corrupt time list key (%zu bytes after the list)", sfx.len);
+    m[mlen] = '\0';
+    res->entries[res->n_entries].score = (double)t;
+    res->entries[res->n_entries].member = hr_slice_of(m, mlen);
+    res->n_entries++;
+    return 0;
+}
+
+/* The range read from the list's copy in memory, when it is kept, the batch
+ * has written nothing (its own writes are in RocksDB's view only) and the
+ * copy holds the range. A hot read of a list not kept asks for it to be. */
+static bool range_from_memory(rx *x, hr_op *op, hr_slice lo, hr_slice hi, int *rc) {
+    tlc_list *l = tlcache_find(x->s->tlc, op->key);
+    if (l == NULL) {
+        if (op->tlrange.hot) tlcache_want(x, op->key);
+        return false;
+    }
+    if (x->dirty) return false;
+    size_t plen = list_prefix_len(op->key);
+    hr_slice lo_sfx = hr_slice_of(lo.ptr + plen, lo.len - plen);
+    /* hi is the list's end (no bound) or prefix + the after_ms position. */
+    hr_slice hi_sfx = op->tlrange.after_ms != INT64_MIN ? hr_slice_of(hi.ptr + plen, hi.len - plen)
+                                                        : hr_slice_of(NULL, 0);
+    return tlcache_range(x->s->tlc, l, lo_sfx, hi_sfx, &op->tlrange, &x->b->arena, &op->result, rc, x->err);
+}
+
 int op_tlrange(rx *x, hr_op *op) {
     const hr_tlrange_spec *sp = &op->tlrange;
     hr_result *res = &op->result;
@@ -233,8 +289,9 @@ int op_tlrange(rx *x, hr_op *op) {
     res->n_entries = 0;
     res->more = false;
     int rc = 0;
-    if (range_bounds(op->key, sp, &lo, &hi)) {
-        size_t plen = 8 + 2 + op->key.len, skip = sp->offset, cap = 0;
+    if (range_bounds(op->key, sp, &lo, &hi) &&
+        !range_from_memory(x, op, hr_buf_slice(&lo), hr_buf_slice(&hi), &rc)) {
+        size_t plen = list_prefix_len(op->key), skip = sp->offset, cap = 0;
         hr_slice hslice = hr_buf_slice(&hi);
         rx_iter it;
         rx_iter_open(x, &it, CF_TL, hr_buf_slice(&lo), hslice);
@@ -252,19 +309,12 @@ int op_tlrange(rx *x, hr_op *op) {
                 res->more = true;
                 break;
             }
-            /* Grown as needed: most reads ask for a page, a few for 10,000. */
-            res->entries = arena_grow(out, res->entries, res->n_entries, &cap, sizeof *res->entries, 32, sp->limit);
-            char *m = hr_arena_alloc(out, k.len + 1);
-            int64_t t;
-            size_t mlen;
-            if (tl_key_parse(k, plen, &t, m, &mlen) != 0) {
+            if (k.len < plen) {
                 rc = hr_err_set(x->err, HR_EIO, "rocksdb: corrupt time list key (%zu bytes)", k.len);
                 break;
             }
-            m[mlen] = '\0';
-            res->entries[res->n_entries].score = (double)t;
-            res->entries[res->n_entries].member = hr_slice_of(m, mlen);
-            res->n_entries++;
+            rc = tl_result_push(res, out, &cap, sp->limit, hr_slice_of(k.ptr + plen, k.len - plen), x->err);
+            if (rc != 0) break;
         }
         if (rc == 0) rc = rx_iter_status(x, &it);
         rx_iter_close(&it);
@@ -301,8 +351,11 @@ int op_tltrim(rx *x, hr_op *op) {
     int rc = rx_iter_status(x, &it);
     rx_iter_close(&it);
     if (rc == 0) {
-        for (size_t i = 0; i < n; i++)
+        tlc_list *l = kept(x, op);
+        for (size_t i = 0; i < n; i++) {
             rx_del_blind(x, CF_TL, gone[i]);
+            if (l) tlcache_note(x, l, false, hr_slice_of(gone[i].ptr + plen, gone[i].len - plen), 0);
+        }
         op->result.num = (int64_t)n;
     }
     hr_buf_free(&lo);

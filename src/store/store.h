@@ -94,6 +94,10 @@ typedef struct hr_store_options {
     /* RocksDB, for tests: keep every sorted set in memory from its creation.
      * Redis: ignored. */
     bool zset_memory_all;
+    /* RocksDB: how many of a hot time list's newest entries are loaded into
+     * memory (it holds up to twice as many before dropping the oldest); 0
+     * means the default (1024). Tests make it small. Redis: ignored. */
+    size_t tl_hot_keep;
 } hr_store_options;
 
 /* Open a store from a URI:
@@ -121,10 +125,11 @@ const char *hr_store_kind(const hr_store *s);
  * Lets a caller fold into one batch what must otherwise be checked by a
  * second, atomic one (core/ratings.c: the hot score with the vote).
  * One exception on RocksDB, for readers only: a sorted set kept in memory
- * (rocks_zmem.c, zset_memory_*) is read at its latest committed state op by
- * op, as a Redis client reads one, so a batch reading two such sets may see
- * a concurrent batch's change in one and not yet in the other. Writers are
- * unaffected: they read and write under the sets' locks. */
+ * (rocks_zmem.c, zset_memory_*) or a hot time list kept in memory
+ * (rocks_tlcache.c, hr_tlrange_spec.hot) is read at its latest committed
+ * state op by op, as a Redis client reads one, so a batch reading two such
+ * collections may see a concurrent batch's change in one and not yet in the
+ * other. Writers are unaffected: they write under the collections' locks. */
 bool hr_store_batches_atomic(const hr_store *s);
 
 /* 0 when the store answers (RocksDB: always once open; Redis: every master
@@ -402,6 +407,9 @@ typedef struct hr_tlrange_spec {
     size_t limit;             /* 1..HR_ZRANGE_LIMIT_MAX */
     int64_t now_ms;           /* RocksDB: entries with 0 < expire_at_ms <= now_ms are
                                * skipped (and not counted by offset); Redis: see above */
+    bool hot;                 /* many readers read this list (a big account's feed):
+                               * RocksDB keeps its newest entries in memory from then
+                               * on (rocks_tlcache.c); Redis: ignored */
 } hr_tlrange_spec;
 
 /* A spec for the whole list newest first, with a limit, as of now_ms. */
