@@ -20,13 +20,17 @@
 # Environment: BENCH_FEEDS_USERS (100000), BENCH_FEEDS_FANOUT_USERS (20000),
 # BENCH_FEEDS_ACTIVITIES (1 per user), BENCH_DURATION (10), BENCH_WARMUP (2),
 # BENCH_CONNECTIONS (64), BENCH_WRK_THREADS (2), BENCH_FEEDS_CLUSTER_PORT (7600),
-# BENCH_FEEDS_PROBES (200).
+# BENCH_FEEDS_PROBES (200), BENCH_FEEDS_DATA (unset): the RocksDB directory of a
+# dataset loaded before by `herald load --users $BENCH_FEEDS_USERS`; parts 1-2
+# are then skipped (no fan-out figures) and parts 3-6 run on it (the probes of
+# part 6 add activities to it).
 
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 
 USERS=${BENCH_FEEDS_USERS:-100000}
+REUSE_DATA=${BENCH_FEEDS_DATA:-}
 FANOUT_USERS=${BENCH_FEEDS_FANOUT_USERS:-20000}
 ACTIVITIES=${BENCH_FEEDS_ACTIVITIES:-1}
 CLUSTER_PORT=${BENCH_FEEDS_CLUSTER_PORT:-7600}
@@ -65,16 +69,28 @@ entries_per_s() { grep -o '[0-9]* entries/s' "$TMP/load-$1.txt" | awk '{print $1
 log "machine: $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ---- 1. fan-out throughput, both stores, same dataset ----------------------------
-load fanout-rocksdb "rocksdb:$TMP/fanout-rocks" "$FANOUT_USERS"
-ensure_cluster "$CLUSTER_PORT"
-redis-cli -p "$CLUSTER_PORT" --cluster call "127.0.0.1:$CLUSTER_PORT" FLUSHALL >/dev/null 2>&1 || true
-load fanout-redis "redis://127.0.0.1:$CLUSTER_PORT" "$FANOUT_USERS"
-FAN_ROCKS=$(entries_per_s fanout-rocksdb)
-FAN_REDIS=$(entries_per_s fanout-redis)
-redis-cli -p "$CLUSTER_PORT" --cluster call "127.0.0.1:$CLUSTER_PORT" FLUSHALL >/dev/null 2>&1 || true
+if [ -n "$REUSE_DATA" ]; then
+    [ -d "$REUSE_DATA" ] || die "BENCH_FEEDS_DATA=$REUSE_DATA is not a directory"
+    log "reusing the dataset in $REUSE_DATA: no fan-out measurement"
+    FAN_ROCKS="not measured (BENCH_FEEDS_DATA)"
+    FAN_REDIS="not measured"
+    echo "(dataset loaded before, reused from $REUSE_DATA)" >"$TMP/load-fanout-rocksdb.txt"
+    : >"$TMP/load-fanout-redis.txt"
+else
+    load fanout-rocksdb "rocksdb:$TMP/fanout-rocks" "$FANOUT_USERS"
+    ensure_cluster "$CLUSTER_PORT"
+    redis-cli -p "$CLUSTER_PORT" --cluster call "127.0.0.1:$CLUSTER_PORT" FLUSHALL >/dev/null 2>&1 || true
+    load fanout-redis "redis://127.0.0.1:$CLUSTER_PORT" "$FANOUT_USERS"
+    FAN_ROCKS=$(entries_per_s fanout-rocksdb)
+    FAN_REDIS=$(entries_per_s fanout-redis)
+    redis-cli -p "$CLUSTER_PORT" --cluster call "127.0.0.1:$CLUSTER_PORT" FLUSHALL >/dev/null 2>&1 || true
+fi
 
 # ---- 2. the headline dataset ------------------------------------------------------
-if [ "$USERS" = "$FANOUT_USERS" ]; then
+if [ -n "$REUSE_DATA" ]; then
+    : >"$TMP/load-main.txt"
+    DATA=$REUSE_DATA
+elif [ "$USERS" = "$FANOUT_USERS" ]; then
     cp "$TMP/load-fanout-rocksdb.txt" "$TMP/load-main.txt"
     DATA=$TMP/fanout-rocks
 else
@@ -111,7 +127,7 @@ field() { for r in "${ROWS[@]}"; do [ "${r%%|*}" = "$1" ] && { echo "$r" | cut -
 NG=$(field "nginx constant" 2)
 HT=$(field "herald timeline page" 2)
 RATIO=$(awk -v a="$HT" -v b="$NG" 'BEGIN { printf "%.2f", a / b }')
-FRATIO=$(awk -v a="$FAN_ROCKS" -v b="$FAN_REDIS" 'BEGIN { printf "%.1f", a / b }')
+FRATIO=$(awk -v a="$FAN_ROCKS" -v b="$FAN_REDIS" 'BEGIN { if (b + 0 > 0) printf "%.1f", a / b; else printf "?" }')
 mkdir -p "$(dirname "$RESULTS")"
 {
     echo "# Feed benchmarks ($(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'))"
@@ -120,8 +136,9 @@ mkdir -p "$(dirname "$RESULTS")"
     echo
     echo "| measurement | result | target |"
     echo "|---|---|---|"
-    echo "| fan-out, RocksDB ($FANOUT_USERS users) | $FAN_ROCKS entries/s | >= 1,000,000 |"
-    echo "| fan-out, Redis Cluster, pipelined ZADD (same dataset) | $FAN_REDIS entries/s | |"
+    unit() { case $1 in *[!0-9]*) echo "$1" ;; *) echo "$1 entries/s" ;; esac; }
+    echo "| fan-out, RocksDB ($FANOUT_USERS users) | $(unit "$FAN_ROCKS") | >= 1,000,000 |"
+    echo "| fan-out, Redis Cluster, pipelined ZADD (same dataset) | $(unit "$FAN_REDIS") | |"
     echo "| RocksDB / Redis | ${FRATIO}x | >= 2x |"
     echo "| home timeline page of 20, $USERS users | $HT req/s, p50 $(field "herald timeline page" 3) ms, p99 $(field "herald timeline page" 4) ms | |"
     echo "| nginx constant | $NG req/s | |"
