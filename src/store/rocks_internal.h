@@ -376,8 +376,8 @@ bool zs_collect(void *ctx, uint64_t enc, hr_slice member);
  * ZINLINE_MAX_ENTRIES members and ZINLINE_MAX_BYTES of entries: 32 covers a
  * long-tail URL's readers (one or two) and friends-reads' first read of a
  * list (HR_READING_LIST_FIRST), and keeps a record under a block's 4 KiB. */
-#define ZINLINE_MAX_ENTRIES 32
-#define ZINLINE_MAX_BYTES 2048
+#define ZINLINE_MAX_ENTRIES 128
+#define ZINLINE_MAX_BYTES 4000
 /* The score of member, if it is in the set. */
 bool zi_find(hr_slice all, hr_slice member, uint64_t *enc);
 /* Whether a set of this many entries and bytes of them may stay inline. */

@@ -126,10 +126,10 @@ static size_t count_keys(int cf, char tag) {
 Test(rocks_internals, compaction_reclaims_dead_subkeys) {
     int64_t now = hr_now_ms();
     /* every set bigger than an inline one (ZINLINE_MAX_ENTRIES), so that it has sub-keys */
-    zadd_n("deleted", 100);
-    zadd_n("overwritten", 50);
-    zadd_n("trimmed", 40);
-    zadd_n("alive", 35);
+    zadd_n("deleted", ZINLINE_MAX_ENTRIES + 100);
+    zadd_n("overwritten", ZINLINE_MAX_ENTRIES + 50);
+    zadd_n("trimmed", ZINLINE_MAX_ENTRIES + 40);
+    zadd_n("alive", ZINLINE_MAX_ENTRIES + 35);
     hr_distinct_params p = {.now_ms = now, .ttl_ms = 3600 * 1000, .exact_limit = 20};
     dadd_n("d", "u%ld", 60, p); /* 20 exact members, then converted to sketches */
     hr_batch *b = hr_batch_new();
@@ -142,20 +142,20 @@ Test(rocks_internals, compaction_reclaims_dead_subkeys) {
     hr_batch_free(b);
 
     /* before compaction the garbage is still there */
-    cr_assert_geq(count_keys(CF_SUB, 0), 100 + 50 + 40 + 35);
+    cr_assert_geq(count_keys(CF_SUB, 0), 4 * ZINLINE_MAX_ENTRIES + 100 + 50 + 40 + 35);
     compact_all();
-    cr_assert_eq(count_keys(CF_SUB, 0), 35, "only the live set's members remain");
-    cr_assert_eq(count_keys(CF_ZINDEX, 0), 35);
+    cr_assert_eq(count_keys(CF_SUB, 0), ZINLINE_MAX_ENTRIES + 35, "only the live set's members remain");
+    cr_assert_eq(count_keys(CF_ZINDEX, 0), ZINLINE_MAX_ENTRIES + 35);
     cr_assert_eq(count_keys(CF_META, 0), 3, "alive, overwritten, d");
     cr_assert_eq(count_keys(CF_SKETCH, SKETCH_BUCKET), 1);
 
     /* and what lives reads the same */
-    cr_assert_eq(one_num(build_zcard, "alive"), 35);
-    hr_zrange_spec sp = hr_zrange_all(false, 100);
+    cr_assert_eq(one_num(build_zcard, "alive"), ZINLINE_MAX_ENTRIES + 35);
+    hr_zrange_spec sp = hr_zrange_all(false, 1000);
     b = hr_batch_new();
     hr_zrange(b, hr_slice_str("alive"), &sp);
     exec(b);
-    cr_assert_eq(hr_batch_result(b, 0)->n_entries, 35);
+    cr_assert_eq(hr_batch_result(b, 0)->n_entries, ZINLINE_MAX_ENTRIES + 35);
     hr_batch_free(b);
     int64_t c = one_num(build_dcount, &p);
     cr_assert(c >= 58 && c <= 62, "count %ld", (long)c);
@@ -310,9 +310,9 @@ Test(rocks_internals, ranking_moves_into_memory) {
     /* 1100 members (m_i at score i): below the size that qualifies, churn
      * leaves a set on disk; once its members moved more often than it has
      * members, its order moves into memory and its index keys go. */
-    zadd_n("small", 100);
+    zadd_n("small", ZINLINE_MAX_ENTRIES + 100); /* past inline (rocks_zinline.c) */
     churn("small", 3000);
-    cr_assert_eq(meta_of("small").zflags & ZF_MEM, 0, "a set of 100 members stays on disk");
+    cr_assert_eq(meta_of("small").zflags & ZF_MEM, 0, "a small set stays on disk");
 
     zadd_n("rank", 1100);
     churn("rank", 500);
@@ -330,7 +330,7 @@ Test(rocks_internals, ranking_moves_into_memory) {
 
     /* its index keys are garbage now: compaction drops them (the small set's stay) */
     compact_all();
-    cr_assert_eq(count_keys(CF_ZINDEX, 0), 100);
+    cr_assert_eq(count_keys(CF_ZINDEX, 0), ZINLINE_MAX_ENTRIES + 100);
     cr_assert_eq(one_num(build_zcard, "rank"), 1100);
 
     /* a reopen rebuilds it from its member records */
@@ -363,23 +363,24 @@ Test(rocks_internals, ranking_moves_into_memory) {
 }
 
 Test(rocks_internals, small_sets_live_in_their_metadata) {
-    /* up to 32 members: in the metadata record, no sub-keys */
-    zadd_n("few", 32);
+    /* up to ZINLINE_MAX_ENTRIES members: in the metadata record, no sub-keys */
+    const long most = ZINLINE_MAX_ENTRIES;
+    zadd_n("few", most);
     rmeta m = meta_of("few");
-    cr_assert(m.zflags & ZF_INLINE, "a set of 32 is inline");
-    cr_assert_eq(m.size, 32);
+    cr_assert(m.zflags & ZF_INLINE, "a set of %ld is inline", most);
+    cr_assert_eq(m.size, most);
     cr_assert_eq(count_keys(CF_SUB, 0) + count_keys(CF_ZINDEX, 0), 0);
 
-    /* the 33rd member spills them all to sub-keys, in the batch that adds it */
-    zadd_n("many", 33);
-    cr_assert_eq(meta_of("many").zflags & ZF_INLINE, 0, "a set of 33 spilled");
-    cr_assert_eq(count_keys(CF_ZINDEX, 0), 33);
-    cr_assert_eq(count_keys(CF_SUB, 0), 33);
+    /* one more member spills them all to sub-keys, in the batch that adds it */
+    zadd_n("many", most + 1);
+    cr_assert_eq(meta_of("many").zflags & ZF_INLINE, 0, "a set of %ld spilled", most + 1);
+    cr_assert_eq(count_keys(CF_ZINDEX, 0), most + 1);
+    cr_assert_eq(count_keys(CF_SUB, 0), most + 1);
 
     /* a spilled set stays on disk when it shrinks (the layout stores made
      * before inline sets have), and reads the same */
     hr_batch *b = hr_batch_new();
-    for (long i = 2; i < 33; i++)
+    for (long i = 2; i <= most; i++)
         hr_zrem(b, hr_slice_str("many"), str("m%ld", i));
     exec(b);
     hr_batch_free(b);
@@ -392,9 +393,11 @@ Test(rocks_internals, small_sets_live_in_their_metadata) {
     hr_store_close(S);
     S = NULL;
     open_store();
+    char want[128];
+    snprintf(want, sizeof want, "m%ld m%ld m%ld m%ld m%ld", most - 1, most - 2, most - 3, most - 4, most - 5);
     top5("few", top, sizeof top);
-    cr_assert_str_eq(top, "m31 m30 m29 m28 m27");
-    cr_assert_eq(one_num(build_zcard, "few"), 32);
+    cr_assert_str_eq(top, want);
+    cr_assert_eq(one_num(build_zcard, "few"), most);
     top5("many", top, sizeof top);
     cr_assert_str_eq(top, "m1 m0");
 }
