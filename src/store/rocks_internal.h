@@ -298,6 +298,8 @@ void rcache_free(rcache *c);
  * (stamp: the DB's latest sequence number after it). */
 void rcache_write_begin(rcache *c, hr_slice key);
 void rcache_write_end(rcache *c, hr_slice key, bool ok, bool found, hr_slice raw, uint64_t stamp);
+/* How many records the cache holds (tests). */
+size_t rcache_count(rcache *c);
 /* Put the record of key in cf (CF_META, or CF_SUB for a packed-set chunk)
  * into the view from the cache when the rules allow; true if it did. Else
  * the record, once read from the DB, is offered to the cache at the end. */

@@ -402,6 +402,33 @@ Test(rocks_internals, small_sets_live_in_their_metadata) {
     cr_assert_str_eq(top, "m1 m0");
 }
 
+Test(rocks_internals, a_big_read_offers_the_chunk_cache_a_share) {
+    /* 1,000 packed sets of one chunk each, read after a reopen (an empty
+     * cache) by one batch of 1,000 tests: it offers the 4,096-slot chunk
+     * cache at most an eighth of it (rocks_view.c, OFFER_SHARE), instead of
+     * ~900 chunks that would evict each other and everyone's */
+    hr_batch *b = hr_batch_new();
+    for (long i = 0; i < 1000; i++)
+        hr_pset_add(b, str("p%ld", i), (uint64_t)i, 0);
+    exec(b);
+    hr_store_close(S);
+    S = NULL;
+    open_store();
+    rocks_store *r = (rocks_store *)S;
+    cr_assert_eq(rcache_count(r->chunk_cache), 0);
+    hr_batch_reset(b);
+    for (long i = 0; i < 1000; i++) {
+        uint64_t m = (uint64_t)i;
+        hr_pset_test(b, str("p%ld", i), &m, 1);
+    }
+    exec(b);
+    for (long i = 0; i < 1000; i++)
+        cr_assert_eq(hr_batch_result(b, (size_t)i)->num, 1);
+    size_t cached = rcache_count(r->chunk_cache);
+    cr_assert(cached > 0 && cached <= 4096 / 8, "%zu chunks cached", cached);
+    hr_batch_free(b);
+}
+
 Test(rocks_internals, ranking_memory_budget) {
     /* a budget too small for the set keeps it on disk, still correct */
     hr_store_close(S);
