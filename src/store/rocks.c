@@ -21,7 +21,10 @@
  *     counter   2                i64 value (inline; rocks_ops.c says why a Put
  *                                under the stripe lock and not a merge operand)
  *     zset      3                u64 version | u64 size [| u8 flags: 1 = order
- *                                kept in memory, rocks_zmem.c; absent = 0]
+ *                                kept in memory, rocks_zmem.c; 2 = inline;
+ *                                absent = 0] [| with flag 2, the entries:
+ *                                (u64 score (encoded) | u16 len | member)...
+ *                                in (score, member) order; rocks_zinline.c]
  *     distinct  4                u64 version | u64 size | u8 mode (0 exact, 1 sketch)
  *                                | i64 ttl_ms | i64 width_ms | i64 oldest_ms
  *     pset      5                u64 version | u64 size | u64 seed | i64 soonest
@@ -525,7 +528,7 @@ static int prefetch(rx *x) {
         case HR_OP_ZREM:
         case HR_OP_ZSCORE:
             if (rx_meta(x, op->key, &m) != 0 || !meta_alive(&m, x->now) || m.type != T_ZSET || m.size == 0 ||
-                (m.zflags & ZF_MEM)) /* members of a set in memory are read there */
+                (m.zflags & (ZF_MEM | ZF_INLINE))) /* a set in memory or inline: read there */
                 break;
             key_prefix(&k, op->key, m.version);
             hr_buf_append_slice(&k, op->member);

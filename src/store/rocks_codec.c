@@ -32,6 +32,7 @@ void meta_encode(const rmeta *m, hr_buf *out) {
         append_u64(out, m->version);
         append_u64(out, m->size);
         if (m->zflags) hr_buf_append_byte(out, m->zflags); /* absent: 0 */
+        if (m->zflags & ZF_INLINE) hr_buf_append_slice(out, m->zinline);
         break;
     case T_DISTINCT:
         append_u64(out, m->version);
@@ -68,10 +69,14 @@ int meta_decode(hr_slice raw, rmeta *m) {
         m->counter = (int64_t)load_u64(p);
         return 0;
     case T_ZSET:
-        if (rest != 16 && rest != 17) return -1;
+        if (rest < 16) return -1;
         m->version = load_u64(p);
         m->size = load_u64(p + 8);
-        m->zflags = rest == 17 ? p[16] : 0;
+        m->zflags = rest > 16 ? p[16] : 0;
+        if (m->zflags & ZF_INLINE)
+            m->zinline = hr_slice_of((const char *)p + 17, rest - 17);
+        else if (rest > 17)
+            return -1;
         return 0;
     case T_DISTINCT:
         if (rest != 16 + 1 + 24) return -1;

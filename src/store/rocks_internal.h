@@ -90,6 +90,7 @@ typedef struct rmeta {
     uint64_t version;  /* T_ZSET, T_DISTINCT, T_PSET: the version in every sub-key */
     uint64_t size;     /* T_ZSET: members; T_DISTINCT exact, T_PSET: members stored (live + not yet pruned) */
     uint8_t zflags;    /* T_ZSET: ZF_* */
+    hr_slice zinline;  /* T_ZSET with ZF_INLINE: its entries (rocks_zinline.c), borrowed from the raw record */
     uint8_t mode;      /* T_DISTINCT: dmode */
     int64_t ttl;       /* T_DISTINCT: the ttl_ms of the last add (the compaction filter uses it) */
     int64_t width;     /* T_DISTINCT sketch: bucket width W in ms */
@@ -102,8 +103,10 @@ typedef struct rmeta {
 } rmeta;
 
 /* T_ZSET flags. ZF_MEM: the set's order lives in memory (rocks_zmem.c), not
- * in "zindex". */
+ * in "zindex". ZF_INLINE: a small set's entries live in its metadata record
+ * itself (rocks_zinline.c), with no sub-keys at all. */
 #define ZF_MEM 1
+#define ZF_INLINE 2
 
 /* A packed set has at most 2^PSET_MAX_BITS chunks (rocks_pset.c). */
 #define PSET_MAX_BITS 16
@@ -295,6 +298,8 @@ void rcache_free(rcache *c);
  * (stamp: the DB's latest sequence number after it). */
 void rcache_write_begin(rcache *c, hr_slice key);
 void rcache_write_end(rcache *c, hr_slice key, bool ok, bool found, hr_slice raw, uint64_t stamp);
+/* How many records the cache holds (tests). */
+size_t rcache_count(rcache *c);
 /* Put the record of key in cf (CF_META, or CF_SUB for a packed-set chunk)
  * into the view from the cache when the rules allow; true if it did. Else
  * the record, once read from the DB, is offered to the cache at the end. */
@@ -367,6 +372,29 @@ typedef struct zcollect {
     hr_slice *members;
 } zcollect;
 bool zs_collect(void *ctx, uint64_t enc, hr_slice member);
+
+/* Small sorted sets inside their metadata record (rocks_zinline.c). "all"
+ * is a set's entries (rmeta.zinline). A set stays inline while it has at most
+ * ZINLINE_MAX_ENTRIES members and ZINLINE_MAX_BYTES of entries: 32 covers a
+ * long-tail URL's readers (one or two) and friends-reads' first read of a
+ * list (HR_READING_LIST_FIRST), and keeps a record under a block's 4 KiB. */
+#define ZINLINE_MAX_ENTRIES 128
+#define ZINLINE_MAX_BYTES 4000
+/* The score of member, if it is in the set. */
+bool zi_find(hr_slice all, hr_slice member, uint64_t *enc);
+/* Whether a set of this many entries and bytes of them may stay inline. */
+bool zi_fits(size_t entries, size_t bytes);
+/* The bytes member's entry takes (more than ZINLINE_MAX_BYTES if it cannot be inline). */
+size_t zi_entry_bytes(hr_slice member);
+/* The entries with member's removed and, unless removed, (enc, member) in its
+ * place; in mem. */
+hr_slice zi_with(hr_arena *mem, hr_slice all, hr_slice member, bool removed, uint64_t enc);
+/* Move an inline set's entries to sub-keys under its version; m loses ZF_INLINE
+ * (the caller writes m). */
+void zi_spill(rx *x, hr_slice key, rmeta *m);
+/* zs_scan's walk over inline entries: the same bounds, cursor and visits. */
+void zi_walk(hr_arena *mem, hr_slice all, bool reverse, double min, double max, const hr_slice *after,
+             zs_visit visit, void *ctx);
 
 /* Remove up to limit entries of a scan from the collection (key, m) and
  * subtract them from m->size (the caller writes m); *removed is how many. */

@@ -412,22 +412,40 @@ static int zm_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min
     return 0;
 }
 
-/* Dispatch: the set's order on disk or in memory. ---------------------------- */
+/* Dispatch: the set's entries inline, its order on disk or in memory. -------
+ * An inline set's changes are made to m (m->zinline); the caller writes m. */
 
 static int zget(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool *found, uint64_t *enc) {
+    if (m->zflags & ZF_INLINE) {
+        *found = zi_find(m->zinline, member, enc);
+        return 0;
+    }
     if (m->zflags & ZF_MEM) return zm_member(x, key, m, member, found, enc);
     return zs_member(x, key, m->version, member, found, enc);
 }
 
-static int zput(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool had_old, uint64_t old_enc,
-                uint64_t enc, bool fresh) {
+static int zput(rx *x, hr_slice key, rmeta *m, hr_slice member, bool had_old, uint64_t old_enc, uint64_t enc,
+                bool fresh) {
+    if (m->zflags & ZF_INLINE) {
+        if (had_old && old_enc == enc) return 0;
+        size_t bytes = m->zinline.len + (had_old ? 0 : zi_entry_bytes(member));
+        if (zi_fits((size_t)m->size + !had_old, bytes)) {
+            m->zinline = zi_with(&x->mem, m->zinline, member, false, enc);
+            return 0;
+        }
+        zi_spill(x, key, m); /* and then written as any set on disk */
+    }
     if (m->zflags & ZF_MEM)
         return had_old && old_enc == enc ? 0 : zm_change(x, key, m, member, false, enc, fresh);
     zs_write(x, key, m->version, member, had_old, old_enc, enc);
     return 0;
 }
 
-static int zdel(rx *x, hr_slice key, const rmeta *m, hr_slice member, uint64_t enc) {
+static int zdel(rx *x, hr_slice key, rmeta *m, hr_slice member, uint64_t enc) {
+    if (m->zflags & ZF_INLINE) {
+        m->zinline = zi_with(&x->mem, m->zinline, member, true, 0);
+        return 0;
+    }
     if (m->zflags & ZF_MEM) return zm_change(x, key, m, member, true, 0, false);
     zs_remove(x, key, m->version, member, enc);
     return 0;
@@ -435,6 +453,10 @@ static int zdel(rx *x, hr_slice key, const rmeta *m, hr_slice member, uint64_t e
 
 static int zscan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, double max,
                  const hr_slice *after, zs_visit visit, void *ctx) {
+    if (m->zflags & ZF_INLINE) {
+        zi_walk(&x->mem, m->zinline, reverse, min, max, after, visit, ctx);
+        return 0;
+    }
     if (m->zflags & ZF_MEM) return zm_scan(x, key, m, reverse, min, max, after, visit, ctx);
     return zs_scan(x, key, m->version, reverse, min, max, after, visit, ctx);
 }
@@ -486,18 +508,17 @@ static int zset_write_score(rx *x, hr_op *op, bool increment) {
         memset(&m, 0, sizeof m);
         m.type = T_ZSET;
         m.version = rx_new_version(x);
-        if (zmem_all(x)) m.zflags = ZF_MEM;
+        m.zflags = zmem_all(x) ? ZF_MEM : ZF_INLINE; /* rocks_zinline.c: small sets start inline */
     }
     if (m.size > 0 && (rc = zget(x, op->key, &m, op->member, &found, &old))) return rc;
     double score = op->score;
     if (increment && found) score += score_decode(old);
     uint64_t enc = score_encode(score);
+    bool was_inline = m.zflags & ZF_INLINE;
     if ((rc = zput(x, op->key, &m, op->member, found, old, enc, !exists))) return rc;
-    if (found && old != enc && !(m.zflags & ZF_MEM)) zmem_moved(x, op->key, &m, 1);
-    if (!found) {
-        m.size++;
-        rx_put_meta(x, op->key, &m);
-    }
+    if (found && old != enc && !(m.zflags & (ZF_MEM | ZF_INLINE))) zmem_moved(x, op->key, &m, 1);
+    if (!found) m.size++;
+    if (!found || (was_inline && old != enc)) rx_put_meta(x, op->key, &m);
     op->result.num = !found;
     op->result.score = score;
     return 0;

@@ -475,6 +475,17 @@ void rcache_write_end(rcache *c, hr_slice key, bool ok, bool found, hr_slice raw
     pthread_mutex_unlock(lock);
 }
 
+size_t rcache_count(rcache *c) {
+    size_t n = 0;
+    for (size_t i = 0; i < c->nslots; i++) {
+        pthread_mutex_t *lock = &c->locks[i % RCACHE_LOCKS];
+        pthread_mutex_lock(lock);
+        n += c->slots[i].state != V_EMPTY;
+        pthread_mutex_unlock(lock);
+    }
+    return n;
+}
+
 static rcache *cache_of(rx *x, int cf) {
     return cf == CF_META ? x->s->meta_cache : x->s->chunk_cache;
 }
@@ -534,8 +545,19 @@ void rx_cache_before_write(rx *x) {
         rcache_write_begin(x->s->chunk_cache, x->pset_dirty[i]);
 }
 
+/* A batch offers the chunk cache at most its slots / OFFER_SHARE of the
+ * chunks it read. The cache is direct-mapped: a friends-reads of 1,000 heavy
+ * readers' packed sets reads ~8,000 chunks of ~6 KiB against 4,096 slots,
+ * and offering them all copied ~48 MB a query into slots that the same
+ * batch then evicted (the copies and their page faults were ~20 % of its
+ * CPU; with the cap its CPU went from 37-39 to 33 ms on BENCHMARKS.md's
+ * small store). Metadata records are small and their cache 4x larger: no
+ * cap. */
+#define OFFER_SHARE 8
+
 void rx_cache_after_write(rx *x, bool ok, bool wrote) {
     uint64_t stamp = ok && wrote ? rocksdb_get_latest_sequence_number(x->s->db) : 0;
+    size_t chunk_offers_left = x->s->chunk_cache->nslots / OFFER_SHARE;
     for (size_t i = 0; wrote && i < x->pset_ndirty; i++) {
         hr_slice k = x->pset_dirty[i], v = {0};
         bool found = false, known = ok && rx_known(x, CF_SUB, k, &v, &found); /* written: known */
@@ -552,6 +574,10 @@ void rx_cache_after_write(rx *x, bool ok, bool wrote) {
         }
         if (!ok || !e->cacheable || e->written || (found && val.len > cache_of(x, e->cf)->max_value))
             continue;
+        if (e->cf == CF_SUB) {
+            if (chunk_offers_left == 0) continue; /* the chunk cache's share is used */
+            chunk_offers_left--;
+        }
         /* Read at the snapshot: offer it, if no write has stamped the slot since. */
         uint64_t h;
         pthread_mutex_t *lock;

@@ -125,10 +125,11 @@ static size_t count_keys(int cf, char tag) {
 
 Test(rocks_internals, compaction_reclaims_dead_subkeys) {
     int64_t now = hr_now_ms();
-    zadd_n("deleted", 100);
-    zadd_n("overwritten", 50);
-    zadd_n("trimmed", 40);
-    zadd_n("alive", 30);
+    /* every set bigger than an inline one (ZINLINE_MAX_ENTRIES), so that it has sub-keys */
+    zadd_n("deleted", ZINLINE_MAX_ENTRIES + 100);
+    zadd_n("overwritten", ZINLINE_MAX_ENTRIES + 50);
+    zadd_n("trimmed", ZINLINE_MAX_ENTRIES + 40);
+    zadd_n("alive", ZINLINE_MAX_ENTRIES + 35);
     hr_distinct_params p = {.now_ms = now, .ttl_ms = 3600 * 1000, .exact_limit = 20};
     dadd_n("d", "u%ld", 60, p); /* 20 exact members, then converted to sketches */
     hr_batch *b = hr_batch_new();
@@ -141,20 +142,20 @@ Test(rocks_internals, compaction_reclaims_dead_subkeys) {
     hr_batch_free(b);
 
     /* before compaction the garbage is still there */
-    cr_assert_geq(count_keys(CF_SUB, 0), 100 + 50 + 40 + 30);
+    cr_assert_geq(count_keys(CF_SUB, 0), 4 * ZINLINE_MAX_ENTRIES + 100 + 50 + 40 + 35);
     compact_all();
-    cr_assert_eq(count_keys(CF_SUB, 0), 30, "only the live set's members remain");
-    cr_assert_eq(count_keys(CF_ZINDEX, 0), 30);
+    cr_assert_eq(count_keys(CF_SUB, 0), ZINLINE_MAX_ENTRIES + 35, "only the live set's members remain");
+    cr_assert_eq(count_keys(CF_ZINDEX, 0), ZINLINE_MAX_ENTRIES + 35);
     cr_assert_eq(count_keys(CF_META, 0), 3, "alive, overwritten, d");
     cr_assert_eq(count_keys(CF_SKETCH, SKETCH_BUCKET), 1);
 
     /* and what lives reads the same */
-    cr_assert_eq(one_num(build_zcard, "alive"), 30);
-    hr_zrange_spec sp = hr_zrange_all(false, 100);
+    cr_assert_eq(one_num(build_zcard, "alive"), ZINLINE_MAX_ENTRIES + 35);
+    hr_zrange_spec sp = hr_zrange_all(false, 1000);
     b = hr_batch_new();
     hr_zrange(b, hr_slice_str("alive"), &sp);
     exec(b);
-    cr_assert_eq(hr_batch_result(b, 0)->n_entries, 30);
+    cr_assert_eq(hr_batch_result(b, 0)->n_entries, ZINLINE_MAX_ENTRIES + 35);
     hr_batch_free(b);
     int64_t c = one_num(build_dcount, &p);
     cr_assert(c >= 58 && c <= 62, "count %ld", (long)c);
@@ -309,9 +310,9 @@ Test(rocks_internals, ranking_moves_into_memory) {
     /* 1100 members (m_i at score i): below the size that qualifies, churn
      * leaves a set on disk; once its members moved more often than it has
      * members, its order moves into memory and its index keys go. */
-    zadd_n("small", 100);
+    zadd_n("small", ZINLINE_MAX_ENTRIES + 100); /* past inline (rocks_zinline.c) */
     churn("small", 3000);
-    cr_assert_eq(meta_of("small").zflags & ZF_MEM, 0, "a set of 100 members stays on disk");
+    cr_assert_eq(meta_of("small").zflags & ZF_MEM, 0, "a small set stays on disk");
 
     zadd_n("rank", 1100);
     churn("rank", 500);
@@ -329,7 +330,7 @@ Test(rocks_internals, ranking_moves_into_memory) {
 
     /* its index keys are garbage now: compaction drops them (the small set's stay) */
     compact_all();
-    cr_assert_eq(count_keys(CF_ZINDEX, 0), 100);
+    cr_assert_eq(count_keys(CF_ZINDEX, 0), ZINLINE_MAX_ENTRIES + 100);
     cr_assert_eq(one_num(build_zcard, "rank"), 1100);
 
     /* a reopen rebuilds it from its member records */
@@ -359,6 +360,73 @@ Test(rocks_internals, ranking_moves_into_memory) {
     cr_assert_eq(meta_of("rank").zflags & ZF_MEM, 0);
     top5("rank", top, sizeof top);
     cr_assert_str_eq(top, "fresh");
+}
+
+Test(rocks_internals, small_sets_live_in_their_metadata) {
+    /* up to ZINLINE_MAX_ENTRIES members: in the metadata record, no sub-keys */
+    const long most = ZINLINE_MAX_ENTRIES;
+    zadd_n("few", most);
+    rmeta m = meta_of("few");
+    cr_assert(m.zflags & ZF_INLINE, "a set of %ld is inline", most);
+    cr_assert_eq(m.size, most);
+    cr_assert_eq(count_keys(CF_SUB, 0) + count_keys(CF_ZINDEX, 0), 0);
+
+    /* one more member spills them all to sub-keys, in the batch that adds it */
+    zadd_n("many", most + 1);
+    cr_assert_eq(meta_of("many").zflags & ZF_INLINE, 0, "a set of %ld spilled", most + 1);
+    cr_assert_eq(count_keys(CF_ZINDEX, 0), most + 1);
+    cr_assert_eq(count_keys(CF_SUB, 0), most + 1);
+
+    /* a spilled set stays on disk when it shrinks (the layout stores made
+     * before inline sets have), and reads the same */
+    hr_batch *b = hr_batch_new();
+    for (long i = 2; i <= most; i++)
+        hr_zrem(b, hr_slice_str("many"), str("m%ld", i));
+    exec(b);
+    hr_batch_free(b);
+    cr_assert_eq(meta_of("many").zflags & ZF_INLINE, 0);
+    char top[128];
+    top5("many", top, sizeof top);
+    cr_assert_str_eq(top, "m1 m0");
+
+    /* both survive a reopen */
+    hr_store_close(S);
+    S = NULL;
+    open_store();
+    char want[128];
+    snprintf(want, sizeof want, "m%ld m%ld m%ld m%ld m%ld", most - 1, most - 2, most - 3, most - 4, most - 5);
+    top5("few", top, sizeof top);
+    cr_assert_str_eq(top, want);
+    cr_assert_eq(one_num(build_zcard, "few"), most);
+    top5("many", top, sizeof top);
+    cr_assert_str_eq(top, "m1 m0");
+}
+
+Test(rocks_internals, a_big_read_offers_the_chunk_cache_a_share) {
+    /* 1,000 packed sets of one chunk each, read after a reopen (an empty
+     * cache) by one batch of 1,000 tests: it offers the 4,096-slot chunk
+     * cache at most an eighth of it (rocks_view.c, OFFER_SHARE), instead of
+     * ~900 chunks that would evict each other and everyone's */
+    hr_batch *b = hr_batch_new();
+    for (long i = 0; i < 1000; i++)
+        hr_pset_add(b, str("p%ld", i), (uint64_t)i, 0);
+    exec(b);
+    hr_store_close(S);
+    S = NULL;
+    open_store();
+    rocks_store *r = (rocks_store *)S;
+    cr_assert_eq(rcache_count(r->chunk_cache), 0);
+    hr_batch_reset(b);
+    for (long i = 0; i < 1000; i++) {
+        uint64_t m = (uint64_t)i;
+        hr_pset_test(b, str("p%ld", i), &m, 1);
+    }
+    exec(b);
+    for (long i = 0; i < 1000; i++)
+        cr_assert_eq(hr_batch_result(b, (size_t)i)->num, 1);
+    size_t cached = rcache_count(r->chunk_cache);
+    cr_assert(cached > 0 && cached <= 4096 / 8, "%zu chunks cached", cached);
+    hr_batch_free(b);
 }
 
 Test(rocks_internals, ranking_memory_budget) {

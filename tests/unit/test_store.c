@@ -454,6 +454,54 @@ STORE_TEST(zrange_limit_offset_more) {
     assert_members(ONE(s, hr_zrange(B, z, &sp)), "a b c", true);
 }
 
+/* "m{n-1} ... m01 m00": the members of a set where m<i> scores 100 - i, in
+ * ascending order. */
+static void descending_names(long n, char *out, size_t cap) {
+    out[0] = '\0';
+    for (long i = n - 1; i >= 0; i--) {
+        char m[32];
+        snprintf(m, sizeof m, "%sm%02ld", out[0] ? " " : "", i);
+        strncat(out, m, cap - strlen(out) - 1);
+    }
+}
+
+/* A set grown one member a batch and shrunk again reads the same at every
+ * size: on RocksDB small sets live in their metadata record and spill to
+ * sub-keys past 128 members (rocks_zinline.c); 140 crosses that, in a batch
+ * that also reads the set it spills. */
+STORE_TEST(zset_grows_and_shrinks_across_sizes) {
+    hr_slice z = K("grow");
+    char want[2048];
+    hr_batch *b = hr_batch_new();
+    for (long n = 1; n <= 140; n++) {
+        hr_batch_reset(b);
+        hr_zadd(b, z, (double)(100 - (n - 1)), Mf("m%02ld", n - 1));
+        hr_zrange_spec all = hr_zrange_all(false, 1000), back = hr_zrange_all(true, 1);
+        size_t fwd = hr_zrange(b, z, &all), last = hr_zrange(b, z, &back), card = hr_zcard(b, z);
+        size_t first = hr_zscore(b, z, M("m00"));
+        exec(s, b);
+        descending_names(n, want, sizeof want);
+        assert_members(hr_batch_result(b, fwd), want, false);
+        assert_members(hr_batch_result(b, last), "m00", n > 1);
+        cr_assert_eq(hr_batch_result(b, card)->num, n);
+        cr_assert_eq(hr_batch_result(b, first)->score, 100);
+    }
+    hr_batch_free(b);
+    /* a cursor in the middle, both ways */
+    hr_zrange_spec sp = after(range(false, 0, 100, 3), 70, "m30");
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "m29 m28 m27", true);
+    sp = after(range(true, 0, 100, 2), 70, "m30");
+    assert_members(ONE(s, hr_zrange(B, z, &sp)), "m31 m32", true);
+    /* shrink again: a member moved, the low scores cut, one removed */
+    cr_assert_eq(ONE(s, hr_zadd(B, z, 99.5, M("m05")))->num, 0);
+    cr_assert_eq(ONE(s, hr_zremrange_score(B, z, -INFINITY, 80))->num, 120);
+    cr_assert_eq(ONE(s, hr_zrem(B, z, M("m07")))->num, 1);
+    hr_zrange_spec all = hr_zrange_all(false, 100);
+    assert_members(ONE(s, hr_zrange(B, z, &all)),
+                   "m19 m18 m17 m16 m15 m14 m13 m12 m11 m10 m09 m08 m06 m04 m03 m02 m01 m05 m00", false);
+    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, 19);
+}
+
 STORE_TEST(zrange_cursor_exclusive) {
     hr_slice z = K("z");
     fill_zset(s, z);
