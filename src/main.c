@@ -222,7 +222,7 @@ static int serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    hr_store_options sopts = {.sync = cfg.sync, .timeout_ms = (int)cfg.store_timeout};
+    hr_store_options sopts = {.sync = cfg.sync, .timeout_ms = (int)cfg.store_timeout, .cache_bytes = cfg.store_cache};
     if (hr_store_open(cfg.store, &sopts, &store, &err) != HR_OK) {
         fprintf(stderr, "herald: cannot open store %s: %s\n", cfg.store, err.msg);
         status = 1;
@@ -348,8 +348,8 @@ static int load(int argc, char **argv) {
     if (cfg.threads) lo.threads = (unsigned)cfg.threads;
     hr_store *store = NULL;
     hr_err err = {0};
-    if (status == 0 && hr_store_open(cfg.store, &(hr_store_options){.sync = cfg.sync, .timeout_ms = (int)cfg.store_timeout},
-                                     &store, &err) != HR_OK) {
+    hr_store_options sopts = {.sync = cfg.sync, .timeout_ms = (int)cfg.store_timeout, .cache_bytes = cfg.store_cache};
+    if (status == 0 && hr_store_open(cfg.store, &sopts, &store, &err) != HR_OK) {
         fprintf(stderr, "herald load: cannot open store %s: %s\n", cfg.store, err.msg);
         status = 1;
     }

@@ -50,7 +50,10 @@ Test(config, defaults_and_set) {
     cr_assert_eq(c.counter_ttl, 30LL * 86400000);
     cr_assert_eq(c.counter_exact_limit, 10000u);
     cr_assert_eq(c.body_max, 1u << 20);
+    cr_assert_eq(c.store_cache, (size_t)256 << 20);
     hr_err err = {0};
+    cr_assert_eq(hr_config_set_pair(&c, "store_cache = 2g", &err), HR_OK);
+    cr_assert_eq(c.store_cache, (size_t)2 << 30);
     cr_assert_eq(hr_config_set_pair(&c, "counter_ttl = 2h", &err), HR_OK);
     cr_assert_eq(c.counter_ttl, 7200000);
     cr_assert_eq(hr_config_set_pair(&c, "store=redis://127.0.0.1:7000", &err), HR_OK);
