@@ -137,7 +137,7 @@ mkdir -p "$(dirname "$RESULTS")"
     echo "| measurement | result | target |"
     echo "|---|---|---|"
     unit() { case $1 in *[!0-9]*) echo "$1" ;; *) echo "$1 entries/s" ;; esac; }
-    echo "| fan-out, RocksDB ($FANOUT_USERS users) | $(unit "$FAN_ROCKS") | >= 1,000,000 |"
+    echo "| fan-out, RocksDB (${REUSE_DATA:+not run: }$FANOUT_USERS users) | $(unit "$FAN_ROCKS") | >= 1,000,000 |"
     echo "| fan-out, Redis Cluster, pipelined ZADD (same dataset) | $(unit "$FAN_REDIS") | |"
     echo "| RocksDB / Redis | ${FRATIO}x | >= 2x |"
     echo "| home timeline page of 20, $USERS users | $HT req/s, p50 $(field "herald timeline page" 3) ms, p99 $(field "herald timeline page" 4) ms | |"
