@@ -264,6 +264,10 @@ typedef struct rx_iter {
 void rx_iter_open(rx *x, rx_iter *ri, int cf, hr_slice lower, hr_slice upper);
 /* 0, or HR_EIO with x->err filled when the iterator stopped on an error. */
 int rx_iter_status(rx *x, rx_iter *ri);
+/* End a scan made outside a batch's view (loading a structure into memory):
+ * destroy it and its read options; the error it stopped on, or NULL (free it
+ * with rocksdb_free). */
+char *rocks_scan_end(rocksdb_iterator_t *it, rocksdb_readoptions_t *ro);
 void rx_iter_close(rx_iter *ri);
 static inline hr_slice rx_iter_key(rx_iter *ri) {
     size_t n;

@@ -219,10 +219,7 @@ static int queue_load(rx *x, rqueue *q) {
      * user store, the idle fan-out workers' claims stepped over ~100 000 of
      * them each time, 17 % of the server's CPU under a read load. */
     if (first && x->now > 0) q->head = q->next_seq = (uint64_t)x->now << 20;
-    char *errptr = NULL;
-    rocksdb_iter_get_error(it, &errptr);
-    rocksdb_iter_destroy(it);
-    rocksdb_readoptions_destroy(ro);
+    char *errptr = rocks_scan_end(it, ro);
     hr_buf_free(&lo);
     hr_buf_free(&hi);
     return errptr ? rx_fail(x, errptr) : 0;

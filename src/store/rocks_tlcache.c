@@ -316,10 +316,7 @@ static int load(rocks_store *s, tlc_list *l, size_t keep) {
         memcpy(copy, k + plen, klen - plen);
         newest_first[n++] = (tlc_item){copy, (uint32_t)(klen - plen), vlen == 8 ? (int64_t)load_u64(v) : 0};
     }
-    char *errptr = NULL;
-    rocksdb_iter_get_error(it, &errptr);
-    rocksdb_iter_destroy(it);
-    rocksdb_readoptions_destroy(ro);
+    char *errptr = rocks_scan_end(it, ro);
     hr_buf_free(&lo);
     hr_buf_free(&hi);
     if (errptr) {

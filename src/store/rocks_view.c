@@ -340,6 +340,14 @@ int rx_iter_status(rx *x, rx_iter *ri) {
     return errptr ? rx_fail(x, errptr) : 0;
 }
 
+char *rocks_scan_end(rocksdb_iterator_t *it, rocksdb_readoptions_t *ro) {
+    char *errptr = NULL;
+    rocksdb_iter_get_error(it, &errptr);
+    rocksdb_iter_destroy(it);
+    rocksdb_readoptions_destroy(ro);
+    return errptr;
+}
+
 void rx_iter_close(rx_iter *ri) {
     if (ri->it && !ri->shared) rocksdb_iter_destroy(ri->it);
     if (ri->ropts) rocksdb_readoptions_destroy(ri->ropts);

@@ -467,14 +467,11 @@ static int build(rx *x, zent *e) {
         memcpy(node->bytes, m.ptr, m.len);
         items[n++] = (zitem){node->enc, node};
     }
-    char *errptr = NULL;
-    rocksdb_iter_get_error(it, &errptr);
+    char *errptr = rocks_scan_end(it, ro);
     if (errptr && rc == 0)
         rc = rx_fail(x, errptr);
     else
         rocksdb_free(errptr);
-    rocksdb_iter_destroy(it);
-    rocksdb_readoptions_destroy(ro);
     hr_buf_free(&lo);
     hr_buf_free(&hi);
     if (rc == 0) {
