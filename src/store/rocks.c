@@ -459,17 +459,23 @@ static bool reads_meta(hr_op_type t) {
     }
 }
 
+/* Whether t writes a time list. */
+static bool is_tl_write(hr_op_type t) {
+    return t == HR_OP_TLADD || t == HR_OP_TLREM || t == HR_OP_TLTRIM;
+}
+
 /* The sorted, distinct stripes of the keys b writes; *n of them, in mem.
- * With tlc (the batch holds its gate), blind writes of the time lists kept
- * in memory take their list's stripe too (rocks_tlcache.c says why). */
-static uint32_t *write_stripes(hr_batch *b, tlcache *tlc, hr_arena *mem, size_t *n) {
+ * With tlc_of (the batch holds the kept lists' gate), each time-list write
+ * finds its kept list there (rocks_tlcache.c), and blind writes of a kept
+ * list take its stripe too (rocks_tlcache.c says why). */
+static uint32_t *write_stripes(hr_batch *b, tlcache *tlc, tlc_list **tlc_of, hr_arena *mem, size_t *n) {
     uint32_t *st = hr_arena_alloc(mem, (b->len ? b->len : 1) * sizeof *st);
     size_t k = 0;
     for (size_t i = 0; i < b->len; i++) {
         const hr_op *op = &b->ops[i];
         if (op->result.rc != HR_OK) continue;
-        if (takes_stripe(op->type) ||
-            (tlc && (op->type == HR_OP_TLADD || op->type == HR_OP_TLREM) && tlcache_find(tlc, op->key)))
+        if (tlc_of && is_tl_write(op->type)) tlc_of[i] = tlcache_find(tlc, op->key);
+        if (takes_stripe(op->type) || (tlc_of && tlc_of[i]))
             st[k++] = rocks_stripe(op->key);
     }
     qsort(st, k, sizeof *st, cmp_u32);
@@ -557,10 +563,8 @@ static int prefetch(rx *x) {
 
 /* Whether b writes time lists (then it may have to keep kept ones current). */
 static bool writes_time_lists(const hr_batch *b) {
-    for (size_t i = 0; i < b->len; i++) {
-        hr_op_type t = b->ops[i].type;
-        if (b->ops[i].result.rc == HR_OK && (t == HR_OP_TLADD || t == HR_OP_TLREM || t == HR_OP_TLTRIM)) return true;
-    }
+    for (size_t i = 0; i < b->len; i++)
+        if (b->ops[i].result.rc == HR_OK && is_tl_write(b->ops[i].type)) return true;
     return false;
 }
 
@@ -611,10 +615,10 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
     rx x = {.s = s, .b = b, .err = err, .mem = HR_ARENA_INIT};
     if (tlcache_lists(s->tlc) > 0 && writes_time_lists(b)) {
         tlcache_gate_enter(s->tlc);
-        x.tlc_gate = true;
+        x.tlc_of = hr_arena_calloc(&x.mem, b->len * sizeof *x.tlc_of); /* non-NULL: the gate is held */
     }
     size_t n_stripes;
-    uint32_t *stripes = write_stripes(b, x.tlc_gate ? s->tlc : NULL, &x.mem, &n_stripes);
+    uint32_t *stripes = write_stripes(b, s->tlc, x.tlc_of, &x.mem, &n_stripes);
     x.stripes = stripes;
     x.nstripes = n_stripes;
     for (size_t i = 0; i < n_stripes; i++)
@@ -661,7 +665,7 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
     rocksdb_release_snapshot(s->db, x.snap);
     for (size_t i = n_stripes; i-- > 0;)
         pthread_mutex_unlock(&s->stripes[stripes[i]]);
-    if (x.tlc_gate) tlcache_gate_leave(s->tlc);
+    if (x.tlc_of) tlcache_gate_leave(s->tlc);
     if (rc == 0) tlcache_keep_wanted(&x); /* with no lock held */
     zmem_end(&x);
     rx_view_free(&x);

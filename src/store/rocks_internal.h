@@ -207,10 +207,12 @@ typedef struct rx {
     size_t nzst, zst_cap;
     zmoves *zmoves;
     size_t nzmoves, zmoves_cap;
-    /* Time lists kept in memory (rocks_tlcache.c): whether the batch holds
-     * the gate (it writes time lists while some are kept), its changes to
-     * kept lists, and the lists its hot reads want kept (in mem). */
-    bool tlc_gate;
+    /* Time lists kept in memory (rocks_tlcache.c). tlc_of: set while the
+     * batch holds the gate (it writes time lists while some are kept): per
+     * op of the batch, the kept list it writes (NULL: none), looked up once
+     * when the stripes are chosen. Then the batch's changes to kept lists,
+     * and the lists its hot reads want kept (in mem). */
+    tlc_list **tlc_of;
     tlc_change *tlc;
     size_t ntlc, tlc_cap;
     hr_slice *tlc_want;

@@ -187,13 +187,22 @@ static int bufcmp(const hr_buf *a, const hr_buf *b) {
 /* Ops ---------------------------------------------------------------------- */
 
 /* The kept copy of op's list (rocks_tlcache.c), when the batch must keep it
- * up to date: it holds the gate only while some list is kept. */
-static tlc_list *kept(rx *x, const hr_op *op) {
-    return x->tlc_gate ? tlcache_find(x->s->tlc, op->key) : NULL;
+ * up to date (rocks.c looked it up when choosing the stripes). */
+static tlc_list *kept(const rx *x, const hr_op *op) {
+    return x->tlc_of ? x->tlc_of[op - x->b->ops] : NULL;
 }
 
 static size_t list_prefix_len(hr_slice list) {
     return 8 + 2 + list.len;
+}
+
+/* After op wrote the entry whose key is in x->tlkey: the same change for
+ * its list's copy in memory, if the list is kept. */
+static void note_kept(rx *x, const hr_op *op, bool add) {
+    tlc_list *l = kept(x, op);
+    if (l == NULL) return;
+    size_t plen = list_prefix_len(op->key);
+    tlcache_note(x, l, add, hr_slice_of(x->tlkey.data + plen, x->tlkey.len - plen), add ? op->expire_at_ms : 0);
 }
 
 int op_tladd(rx *x, hr_op *op) {
@@ -202,11 +211,7 @@ int op_tladd(rx *x, hr_op *op) {
     char v[8];
     hr_store_u64be(v, (uint64_t)op->expire_at_ms);
     rx_put_blind(x, CF_TL, hr_buf_slice(&x->tlkey), hr_slice_of(v, 8));
-    tlc_list *l = kept(x, op);
-    if (l) {
-        size_t plen = list_prefix_len(op->key);
-        tlcache_note(x, l, true, hr_slice_of(x->tlkey.data + plen, x->tlkey.len - plen), op->expire_at_ms);
-    }
+    note_kept(x, op, true);
     return 0;
 }
 
@@ -214,11 +219,7 @@ int op_tlrem(rx *x, hr_op *op) {
     hr_buf_clear(&x->tlkey);
     tl_key(&x->tlkey, op->key, op->time_ms, op->member);
     rx_del_blind(x, CF_TL, hr_buf_slice(&x->tlkey));
-    tlc_list *l = kept(x, op);
-    if (l) {
-        size_t plen = list_prefix_len(op->key);
-        tlcache_note(x, l, false, hr_slice_of(x->tlkey.data + plen, x->tlkey.len - plen), 0);
-    }
+    note_kept(x, op, false);
     op->result.num = 1; /* blind: store.h says so */
     return 0;
 }

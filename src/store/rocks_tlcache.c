@@ -218,24 +218,6 @@ static void item_remove(tlc_list *l, hr_slice sfx) {
 /* Reads ---------------------------------------------------------------------- */
 
 static bool range_locked(tlc_list *l, hr_slice lo, hr_slice hi, const hr_tlrange_spec *sp, hr_arena *out,
-                         hr_result *res, int *rc, hr_err *err);
-
-bool tlcache_range(tlcache *c, tlc_list *l, hr_slice lo, hr_slice hi, const hr_tlrange_spec *sp, hr_arena *out,
-                   hr_result *res, int *rc, hr_err *err) {
-    pthread_mutex_lock(&l->mu);
-    bool answered = range_locked(l, lo, hi, sp, out, res, rc, err);
-    pthread_mutex_unlock(&l->mu);
-    if (answered) {
-        atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
-    } else { /* RocksDB answers it: drop what was gathered */
-        res->n_entries = 0;
-        res->entries = NULL;
-        res->more = false;
-    }
-    return answered;
-}
-
-static bool range_locked(tlc_list *l, hr_slice lo, hr_slice hi, const hr_tlrange_spec *sp, hr_arena *out,
                          hr_result *res, int *rc, hr_err *err) {
     if (!l->ready || !covered(l, lo)) return false;
     res->n_entries = 0;
@@ -261,6 +243,21 @@ static bool range_locked(tlc_list *l, hr_slice lo, hr_slice hi, const hr_tlrange
     /* Ran out of items: the answer is complete when nothing of the range
      * lies past the floor. */
     return l->floor == NULL || (hi.ptr && sfx_cmp(l->floor, l->floor_len, hi.ptr, hi.len) >= 0);
+}
+
+bool tlcache_range(tlcache *c, tlc_list *l, hr_slice lo, hr_slice hi, const hr_tlrange_spec *sp, hr_arena *out,
+                   hr_result *res, int *rc, hr_err *err) {
+    pthread_mutex_lock(&l->mu);
+    bool answered = range_locked(l, lo, hi, sp, out, res, rc, err);
+    pthread_mutex_unlock(&l->mu);
+    if (answered) {
+        atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
+    } else { /* RocksDB answers it: drop what was gathered */
+        res->n_entries = 0;
+        res->entries = NULL;
+        res->more = false;
+    }
+    return answered;
 }
 
 /* Writes --------------------------------------------------------------------- */
