@@ -1,7 +1,6 @@
 /* bench_util.h — small helpers for the in-process benchmark programs
  * (bench/reading_load.c, bench/stories_load.c): a seeded random generator,
- * Zipf draws, latency percentiles, a progress line, and waiting for a
- * RocksDB store to go quiet. Header-only, so a loader is one file plus this. */
+ * Zipf draws, latency percentiles and a progress line. Header-only, so a loader is one file plus this. */
 #ifndef HR_BENCH_UTIL_H
 #define HR_BENCH_UTIL_H
 
@@ -12,7 +11,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "store/rocks_internal.h" /* bu_quiesce only */
 #include "store/store.h"
 
 /* Seconds on the monotonic clock. */
@@ -133,28 +131,6 @@ static inline void bu_progress(const char *tool, const char *name, size_t done, 
     fprintf(stderr, "%s: %s: %zu/%zu (%.1f%%), %.0f/s, ETA %.0f s\n", tool, name, done, total,
             total ? 100.0 * (double)done / (double)total : 100.0, rate,
             rate > 0 ? (double)(total - done) / rate : 0.0);
-}
-
-/* Wait (at most max_s seconds) until RocksDB has no flush or compaction
- * running or pending: the state a server reaches when writes pause, and the
- * state PostgreSQL is measured in (after its load and VACUUM). Looks inside
- * the RocksDB backend, as tests/unit/test_rocks.c does. Returns the seconds
- * waited; 0 on another backend. */
-static inline double bu_quiesce(hr_store *store, double max_s) {
-    if (strcmp(hr_store_kind(store), "rocksdb") != 0) return 0;
-    rocks_store *rs = (rocks_store *)store;
-    double t0 = bu_now();
-    while (bu_now() - t0 < max_s) {
-        uint64_t busy = 0, v;
-        if (rocksdb_property_int(rs->db, "rocksdb.num-running-compactions", &v) == 0) busy += v;
-        if (rocksdb_property_int(rs->db, "rocksdb.num-running-flushes", &v) == 0) busy += v;
-        for (int cf = 0; cf < CF_COUNT_; cf++)
-            if (rocksdb_property_int_cf(rs->db, rs->cf[cf], "rocksdb.compaction-pending", &v) == 0) busy += v;
-        if (busy == 0) break;
-        struct timespec ts = {0, 200000000};
-        nanosleep(&ts, NULL);
-    }
-    return bu_now() - t0;
 }
 
 #endif

@@ -733,7 +733,7 @@ reopen:
     graph = hr_graph_new(store, "");
     reading = hr_reading_new(store, graph, &ro);
     printf("REOPEN_SECS=%.1f\n", bu_now() - t_reopen);
-    printf("REOPEN_QUIESCE_SECS=%.1f\n", bu_quiesce(store, 1200));
+    printf("REOPEN_QUIESCE_SECS=%.1f\n", hr_store_settle(store, 1200, NULL));
     static const query reopened[] = {
         {"REOPENED_M450_ZIPF", 0, false, 0},
         {"REOPENED_M450_TAIL", 1, false, 0},

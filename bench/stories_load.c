@@ -37,7 +37,11 @@
  *                     [--zipf S] [--calls N] [--duration S] [--out DIR]
  *                     [--query-secs S]   (time limit of one query's latency run: 30)
  *                     [--queries-only]   (phase 5 on a store loaded before)
- *                     [--upserts-only]   (phase 4 on a store loaded before)
+ *                     [--upserts-only]   (phase 4 on a store loaded before; give each
+ *                                         such run its own --seed: the same seed
+ *                                         replays the upserts of the load's phase 4,
+ *                                         which change nothing and cost a fifth of
+ *                                         new ones)
  *                     [--only KEY]       (phase 5: only that query: UNSEEN_TOP,
  *                                         UNSEEN_HOT, UNSEEN_TYPICAL, TOP_RATED)
  */
@@ -62,7 +66,7 @@
 #include "core/ratings.h"
 #include "core/stories.h"
 #include "core/url.h"
-#include "bench_util.h" /* bu_quiesce */
+#include "bench_util.h"
 #include "store/store.h"
 
 #define FULL_STORIES 1000000
@@ -611,12 +615,6 @@ static void run_queries(const char *prefix, bool unseen_only) {
     }
 }
 
-/* ---- Quiet store ------------------------------------------------------------- */
-
-static double quiesce(double max_s) {
-    return bu_quiesce(store, max_s);
-}
-
 /* ---- Export ----------------------------------------------------------------- */
 
 static FILE *open_out(const char *name) {
@@ -899,9 +897,9 @@ upserts:
 
     if (opt.upserts_only) goto done;
 
-    /* 5. Queries, on a quiet store (see quiesce). */
+    /* 5. Queries, on a quiet store (hr_store_settle). */
 queries:;
-    double quiet = quiesce(600);
+    double quiet = hr_store_settle(store, 600, NULL);
     fprintf(stderr, "stories_load: waited %.1f s for RocksDB's flushes and compactions before the queries\n", quiet);
     printf("QUIESCE_SECS=%.1f\n", quiet);
     run_queries("", false);
@@ -953,7 +951,7 @@ queries:;
         ratings = hr_ratings_new(store, stories);
         fprintf(stderr, "stories_load: store closed in %.1f s, reopened in %.1f s\n", t1 - t0, now_s() - t1);
         printf("CLOSE_SECS=%.1f\nREOPEN_SECS=%.1f\n", t1 - t0, now_s() - t1);
-        printf("REOPEN_QUIESCE_SECS=%.1f\n", quiesce(600));
+        printf("REOPEN_QUIESCE_SECS=%.1f\n", hr_store_settle(store, 600, NULL));
         run_queries("REOPENED_", true);
     }
 

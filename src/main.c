@@ -47,7 +47,9 @@ static void usage(FILE *f) {
             "  herald load [--users N] [--activities N] [--seed N] [--store URI] [--threads N]\n"
             "              [--set NAME=VALUE]...   build a synthetic social dataset: N users\n"
             "              (default 10000) following ~450 each (power law), groups, N x\n"
-            "              activities posts over 60 days, fanned out; a progress bar on a terminal\n"
+            "              activities posts over 60 days, fanned out; a progress bar on a terminal;\n"
+            "              then waits for RocksDB's compactions of the load, so that a server\n"
+            "              started next reads a settled store\n"
             "  herald --help | --version\n"
             "\n"
             "serve options (each is also a setting: --listen X is --set listen=X):\n"
@@ -310,6 +312,9 @@ done:
 
 /* ---- load ----------------------------------------------------------------- */
 
+/* How long herald load waits for the store's compactions at most. */
+#define LOAD_SETTLE_MAX_S 3600.0
+
 /* herald load [--users N] [--activities N] [--seed N] [serve's --store, --set,
  * --config, --threads]: the loader's own flags are taken out first, the rest
  * are settings (fanout_threshold decides who is big while loading). */
@@ -373,6 +378,13 @@ static int load(int argc, char **argv) {
                    st.graph_s, (double)st.follows / st.graph_s, st.activities_s,
                    (double)st.activities / st.activities_s, st.fanout_s, (unsigned long long)st.fanout_entries,
                    st.fanout_s > 0 ? (double)st.fanout_entries / st.fanout_s : 0.0);
+            /* The load leaves RocksDB level-0 files to compact; a server
+             * started at once would read through them and share the cores
+             * with their compaction (hr_store_settle). */
+            fprintf(stderr, "herald load: waiting for the store's flushes and compactions\n");
+            bool settled;
+            double waited = hr_store_settle(store, LOAD_SETTLE_MAX_S, &settled);
+            printf("settled in %.1fs%s\n", waited, settled ? "" : " (gave up: compactions still running)");
         }
         hr_feeds_free(feeds);
         hr_graph_free(graph);

@@ -20,6 +20,9 @@ typedef struct hr_store_backend {
     int (*open)(const char *uri, const hr_store_options *opts, hr_store **out, hr_err *err);
     void (*close)(hr_store *s);
     int (*ping)(hr_store *s, hr_err *err);
+    /* See hr_store_settle; NULL: the backend has no background work to
+     * wait for. */
+    double (*settle)(hr_store *s, double max_s, bool *settled);
     /* Run b; see hr_store_exec. The dispatcher has already checked every
      * op's arguments: an op whose result.rc is not HR_OK on entry must be
      * skipped (it keeps that rc). Must set the rc of every op it runs. */

@@ -34,6 +34,13 @@ bool hr_store_batches_atomic(const hr_store *s) { return s->backend->batches_ato
 
 int hr_store_ping(hr_store *s, hr_err *err) { return s->backend->ping(s, err); }
 
+double hr_store_settle(hr_store *s, double max_s, bool *settled) {
+    bool done = true;
+    double waited = s->backend->settle ? s->backend->settle(s, max_s, &done) : 0;
+    if (settled) *settled = done;
+    return waited;
+}
+
 static bool tl_time_ok(int64_t t) {
     return t >= -HR_TL_TIME_MAX && t <= HR_TL_TIME_MAX;
 }

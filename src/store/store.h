@@ -136,6 +136,16 @@ bool hr_store_batches_atomic(const hr_store *s);
  * answers PING), else HR_EUNAVAIL with err filled. */
 int hr_store_ping(hr_store *s, hr_err *err);
 
+/* Wait, at most max_s seconds, until the store has no background work
+ * queued or running (RocksDB: memtable flushes and compactions; Redis: none
+ * that herald can see, so it returns at once). Returns the seconds waited;
+ * *settled (may be NULL) says whether the work was done in time. For bulk
+ * loaders (herald load): a bulk load leaves RocksDB tens of level-0 files
+ * to compact, and a server started at once shares the cores with those
+ * compactions and reads through every one of those files until they are
+ * done (BENCHMARKS.md, feeds: twice the pages per second once settled). */
+double hr_store_settle(hr_store *s, double max_s, bool *settled);
+
 /* Flags for hr_store_exec. */
 enum {
     HR_EXEC_ATOMIC = 1 << 0, /* all writes or none (see above) */

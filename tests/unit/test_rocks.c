@@ -527,3 +527,44 @@ Test(rocks_internals, many_range_reads_in_one_batch) {
         hr_batch_free(b);
     }
 }
+
+/* A RocksDB property of cf (of the DB when cf < 0) read as a number: some,
+ * such as rocksdb.num-files-at-levelN, exist only as strings. */
+static uint64_t prop(int cf, const char *name) {
+    rocks_store *r = (rocks_store *)S;
+    char *v = cf < 0 ? rocksdb_property_value(r->db, name) : rocksdb_property_value_cf(r->db, r->cf[cf], name);
+    cr_assert_not_null(v, "property %s", name);
+    uint64_t n = strtoull(v, NULL, 10);
+    rocksdb_free(v);
+    return n;
+}
+
+/* herald load waits with hr_store_settle for the flushes and compactions its
+ * writes queued. Here: five flushes of "subkeys" asked for without waiting
+ * (level 0 compacts from four files), then settle must return only once
+ * they and the compaction they trigger are done. */
+Test(rocks_internals, settle_waits_for_flushes_and_compactions) {
+    rocks_store *r = (rocks_store *)S;
+    rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+    rocksdb_flushoptions_set_wait(fo, 0);
+    for (long f = 0; f < 5; f++) {
+        char key[32];
+        snprintf(key, sizeof key, "settle%ld", f);
+        zadd_n(key, 2000);
+        char *errptr = NULL;
+        rocksdb_flush_cf(r->db, fo, r->cf[CF_SUB], &errptr);
+        cr_assert_null(errptr, "flush: %s", errptr);
+    }
+    rocksdb_flushoptions_destroy(fo);
+    bool settled = false;
+    double waited = hr_store_settle(S, 60, &settled);
+    cr_assert(settled, "settled within 60 s (waited %.1f s)", waited);
+    cr_expect_eq(prop(-1, "rocksdb.num-running-flushes"), 0);
+    cr_expect_eq(prop(-1, "rocksdb.num-running-compactions"), 0);
+    cr_expect_eq(prop(CF_SUB, "rocksdb.num-immutable-mem-table"), 0, "every flush asked for is done");
+    cr_expect_eq(prop(CF_SUB, "rocksdb.compaction-pending"), 0);
+    cr_expect_lt(prop(CF_SUB, "rocksdb.num-files-at-level0"), 4, "level 0 was compacted");
+    /* Nothing left to do: at once. */
+    waited = hr_store_settle(S, 60, &settled);
+    cr_expect(settled && waited < 1.0, "an idle store settles at once (%.1f s)", waited);
+}

@@ -123,6 +123,20 @@ static void assert_near(int64_t got, double want, double rel, const char *what) 
 
 /* Values -------------------------------------------------------------------- */
 
+/* A store with nothing queued settles at once (RocksDB: after a few
+ * writes, which a memtable holds; Redis: nothing to wait for). test_rocks.c
+ * checks that RocksDB waits for flushes and compactions. */
+STORE_TEST(settle_of_an_idle_store_is_immediate) {
+    hr_batch *b = hr_batch_new();
+    hr_put(b, M("settle"), M("v"), 0);
+    exec(s, b);
+    hr_batch_free(b);
+    bool settled = false;
+    double waited = hr_store_settle(s, 30, &settled);
+    cr_assert(settled, "settled");
+    cr_assert(waited >= 0 && waited < 5, "waited %.2f s", waited);
+}
+
 STORE_TEST(value_get_put_del) {
     hr_slice k = K("v");
     assert_rc(ONE(s, hr_get(B, k)), HR_ENOTFOUND);
