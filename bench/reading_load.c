@@ -42,7 +42,7 @@
  *                measured in, after its load and VACUUM), the friends-reads
  *                of 5 again, as REOPENED_*
  *   8. sides     (--sides 1) the friends-reads of 7 with every URL forced to
- *                one side in turn (lists, probes, the friends' sets), to
+ *                one side in turn (lists, probes, URL sets, the friends' sets), to
  *                check the per-query choice against each alone
  *   6. export    (--out DIR) what PostgreSQL loads and what wrk sends:
  *                friends.tsv (uid, friend; both directions), reads.tsv (uid,
@@ -56,12 +56,14 @@
  *
  * usage: reading_load --store URI [--scale F] [--heavy N] [--threads N]
  *                     [--seed N] [--calls N] [--duration S] [--out DIR]
- *                     [--sides 1] [--reuse 1] [--only NAME]
+ *                     [--sides 1] [--reuse 1] [--only NAME] [--url-sets 0]
  *
  * --reuse 1 skips 1-4 and 5's measures: the store already holds the dataset
  * of these options (an earlier run's directory), and only 7 and 8 are measured;
  * for comparing builds on one dataset without reloading it. --only NAME
- * measures only the queries whose names contain NAME (to profile one). */
+ * measures only the queries whose names contain NAME (to profile one).
+ * --url-sets 0 plans friends-reads as if URL sets did not exist (the choice
+ * before them), to compare the two on one store in one build. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -107,10 +109,11 @@ static struct {
     size_t heavy, calls;
     int threads;
     uint64_t seed;
-    bool sides; /* also measure friends-reads with each side forced */
+    bool sides;       /* also measure friends-reads with each side forced */
+    bool no_url_sets; /* --url-sets 0 */
     bool reuse;       /* the store was loaded by an earlier run with the same options */
     const char *only; /* measure only the queries whose names contain this (for profiles) */
-} opt = {NULL, NULL, 1.0, 10.0, 5000, 2000, 2, 42, false, false, NULL};
+} opt = {NULL, NULL, 1.0, 10.0, 5000, 2000, 2, 42, false, false, false, NULL};
 
 static hr_store *store;
 static hr_graph *graph;
@@ -445,7 +448,7 @@ typedef struct query {
 } query;
 
 typedef struct qstats {
-    size_t calls, urls_list, urls_probe, urls_friends, round_trips, friends;
+    size_t calls, urls_list, urls_probe, urls_set, urls_friends, round_trips, friends;
 } qstats;
 
 static void one_query(const query *q, bu_rng *r, hr_arena *a, qstats *st) {
@@ -460,6 +463,7 @@ static void one_query(const query *q, bu_rng *r, hr_arena *a, qstats *st) {
                                       out, &s, &err);
         st->urls_list += s.urls_list;
         st->urls_probe += s.urls_probe;
+        st->urls_set += s.urls_set;
         st->urls_friends += s.urls_friends;
         st->round_trips += s.round_trips;
         st->friends += s.friends;
@@ -530,9 +534,10 @@ static void measure(const query *q, size_t calls, job *jobs) {
            bu_lat_ms(&lat, 100));
     printf("%s_BATCHES=%.2f\n%s_OPS=%.0f\n%s_CPU_MS=%.3f\n", q->name, batches, q->name, ops, q->name, cpu_ms);
     if (q->what == 0)
-        printf("%s_FRIENDS=%.0f\n%s_SIDES=\"list %.1f, probe %.1f, friends' sets %.1f\"\n", q->name,
-               (double)st.friends / (double)calls, q->name, (double)st.urls_list / (double)calls,
-               (double)st.urls_probe / (double)calls, (double)st.urls_friends / (double)calls);
+        printf("%s_FRIENDS=%.0f\n%s_SIDES=\"list %.1f, probe %.1f, URL sets %.1f, friends' sets %.1f\"\n",
+               q->name, (double)st.friends / (double)calls, q->name, (double)st.urls_list / (double)calls,
+               (double)st.urls_probe / (double)calls, (double)st.urls_set / (double)calls,
+               (double)st.urls_friends / (double)calls);
     fprintf(stderr, TOOL ": %s: p50 %.3f ms, p99 %.3f ms, %.1f batches, %.0f ops per call\n", q->name,
             bu_lat_ms(&lat, 50), bu_lat_ms(&lat, 99), batches, ops);
     bu_lat_free(&lat);
@@ -592,7 +597,8 @@ static void export_queries(void) {
 static void usage(void) {
     fprintf(stderr,
             "usage: " TOOL " --store URI [--scale F] [--heavy N] [--threads N] [--seed N] [--calls N]\n"
-            "                    [--duration S] [--out DIR] [--sides 1] [--reuse 1] [--only NAME]\n");
+            "                    [--duration S] [--out DIR] [--sides 1] [--reuse 1] [--only NAME]\n"
+            "                    [--url-sets 0]\n");
     exit(2);
 }
 
@@ -622,6 +628,8 @@ int main(int argc, char **argv) {
             opt.only = v;
         else if (strcmp(a, "--reuse") == 0)
             opt.reuse = atoi(v) != 0;
+        else if (strcmp(a, "--url-sets") == 0)
+            opt.no_url_sets = atoi(v) == 0;
         else
             usage();
         i++;
@@ -634,7 +642,9 @@ int main(int argc, char **argv) {
     hr_err err = {0};
     check(hr_store_open(opt.store, NULL, &store, &err), &err, "open");
     graph = hr_graph_new(store, "");
-    hr_reading_options ro = {.ns = "", .ttl_ms = 30 * 86400000LL};
+    hr_rplan_costs costs = hr_rplan_default_costs();
+    if (opt.no_url_sets) costs.set_test = 1e9;
+    hr_reading_options ro = {.ns = "", .ttl_ms = 30 * 86400000LL, .costs = &costs};
     reading = hr_reading_new(store, graph, &ro);
     t_end = hr_now_ms();
     job *jobs = calloc((size_t)opt.threads, sizeof *jobs);
@@ -749,9 +759,12 @@ reopen:
         const char *suffix;
         hr_rplan_costs costs;
     } forced[] = {
-        {"LISTS", {.entry = 0, .probe = 1e9, .friend_test = 1e9, .friend_extra = 1e9}},
-        {"PROBES", {.entry = 1e9, .probe = 0, .friend_test = 1e9, .friend_extra = 1e9}},
-        {"FRIENDS_SETS", {.entry = 1e9, .probe = 1e9, .friend_test = 0, .friend_extra = 0}},
+#define NO_SETS .set_test = 1e9, .set_chunk = 1e9, .set_member = 1e9
+        {"LISTS", {.entry = 0, .probe = 1e9, .friend_test = 1e9, .friend_extra = 1e9, NO_SETS}},
+        {"PROBES", {.entry = 1e9, .probe = 0, .friend_test = 1e9, .friend_extra = 1e9, NO_SETS}},
+        {"URL_SETS", {.entry = 1e9, .probe = 1e9, .friend_test = 1e9, .friend_extra = 1e9}},
+        {"FRIENDS_SETS", {.entry = 1e9, .probe = 1e9, .friend_test = 0, .friend_extra = 0, NO_SETS}},
+#undef NO_SETS
     };
     for (size_t f = 0; opt.sides && f < sizeof forced / sizeof forced[0]; f++) {
         hr_reading_free(reading);
@@ -759,7 +772,7 @@ reopen:
         fo.costs = &forced[f].costs;
         reading = hr_reading_new(store, graph, &fo);
         for (int v = 0; v < 4; v++) { /* M450 zipf, tail; worst zipf, tail */
-            static char names[12][48];
+            static char names[16][48];
             int kind = v & 1;
             bool worst = v >= 2;
             char *name = names[f * 4 + (size_t)v];

@@ -201,6 +201,8 @@ static int delete_reads(hr_reading *r, hr_slice uid, hr_err *err) {
             if (!hr_rk_h8_parse(res->entries[i].member, &h)) continue;
             hr_buf_clear(&k);
             hr_zrem(w, hr_rk_url(&k, r->ns, h, "/r"), uid);
+            hr_buf_clear(&k);
+            hr_pset_rem(w, hr_rk_url(&k, r->ns, h, "/s"), hr_rk_reader(uid));
             if (hr_batch_len(w) >= OPT_OUT_BATCH) {
                 rc = hr_core_exec(r->store, w, 0, "opt-out", err);
                 hr_batch_reset(w);
@@ -265,7 +267,7 @@ typedef struct pending {
     uint64_t h;
     int64_t t;
     hr_slice canonical; /* in the call's arena */
-    size_t site_op, n_sites, prev_op;
+    size_t site_op, n_sites, prev_op, card_op;
     hr_trend_read rd;
     bool first, last; /* of its URL's reads in this call (sorted by time) */
 } pending;
@@ -325,8 +327,17 @@ static void user_keys_free(user_keys *u) {
 
 /* Round trip 2's ops for the reads in p (b has run round trip 1): each
  * recorded read counts in its time buckets, and each URL's newest recorded
- * read goes into the reader's sets and the URL's list. Sets out[] for every
- * read; returns whether anything is to be written. */
+ * read goes into the reader's sets and the URL's list and set. Sets out[]
+ * for every read; returns whether anything is to be written.
+ *
+ * A URL SET IS COMPLETE (holds every live reader of the list) when it holds
+ * HR_RK_SET_COMPLETE. The member is added by a read that finds the list
+ * empty: from then on every read, opt-out and undo changes the list and the
+ * set in the same batch, and their entries expire at the same moments
+ * (reading_ttl after the read, the keys a ttl after the last read), so they
+ * hold the same readers. A store written before URL sets existed has lists
+ * whose sets lack the member; friends-reads answers those URLs from the
+ * list, until the list empties and starts again. */
 static bool write_ops(hr_reading *r, hr_slice uid, const user_keys *u, pending *p, size_t n,
                       const hr_batch *b, hr_batch *w, int64_t now_ms, hr_read_outcome *out) {
     hr_buf k = HR_BUF_INIT;
@@ -342,10 +353,12 @@ static bool write_ops(hr_reading *r, hr_slice uid, const user_keys *u, pending *
         }
     }
     int64_t prev = -1; /* the previous read of the current URL: stored, or earlier in this call */
+    bool fresh = false; /* the current URL's list was empty */
     for (size_t j = 0; j < n; j++) {
         if (p[j].first) {
             const hr_result *res = hr_batch_result(b, p[j].prev_op);
             prev = res->rc == HR_OK ? (int64_t)res->score : -1;
+            fresh = hr_batch_result(b, p[j].card_op)->num == 0;
             any = false;
         }
         bool selected = false;
@@ -369,6 +382,11 @@ static bool write_ops(hr_reading *r, hr_slice uid, const user_keys *u, pending *
         hr_zadd(w, readers, (double)prev, uid);
         hr_expire(w, readers, now_ms + r->ttl);
         hr_buf_clear(&k);
+        hr_slice set = hr_rk_url(&k, r->ns, p[j].h, "/s");
+        if (fresh) hr_pset_add(w, set, HR_RK_SET_COMPLETE, 0);
+        hr_pset_add(w, set, hr_rk_reader(uid), prev + r->ttl);
+        hr_expire(w, set, now_ms + r->ttl);
+        hr_buf_clear(&k);
         hr_put(w, hr_rk_url(&k, r->ns, p[j].h, "/u"), p[j].canonical,
                now_ms + (r->ttl > URL_KEEP_MS ? r->ttl : URL_KEEP_MS));
         wrote = true;
@@ -387,6 +405,8 @@ static void undo_ops(hr_reading *r, hr_slice uid, const user_keys *u, const pend
         char h8[8];
         hr_buf_clear(&k);
         hr_zrem(w, hr_rk_url(&k, r->ns, p[j].h, "/r"), uid);
+        hr_buf_clear(&k);
+        hr_pset_rem(w, hr_rk_url(&k, r->ns, p[j].h, "/s"), hr_rk_reader(uid));
         hr_zrem(w, hr_buf_slice(&u->times), hr_rk_h8(h8, p[j].h));
         hr_pset_rem(w, hr_buf_slice(&u->pset), p[j].h);
     }
@@ -425,7 +445,9 @@ int hr_reading_record_many(hr_reading *r, hr_slice uid, const hr_slice *urls, co
         for (size_t s = 0; s < p[j].n_sites; s++)
             hr_zscore(b, hr_buf_slice(&sk), sites[s]);
         hr_buf_clear(&k);
-        p[j].prev_op = p[j].first ? hr_zscore(b, hr_rk_url(&k, r->ns, p[j].h, "/r"), uid) : SIZE_MAX;
+        hr_slice list = hr_rk_url(&k, r->ns, p[j].h, "/r");
+        p[j].prev_op = p[j].first ? hr_zscore(b, list, uid) : SIZE_MAX;
+        p[j].card_op = p[j].first ? hr_zcard(b, list) : SIZE_MAX;
         p[j].rd = (hr_trend_read){.url_hash = p[j].h, .time_ms = p[j].t};
         hr_trends_read_ops(r->trends, b, &p[j].rd, now_ms);
     }
@@ -472,9 +494,10 @@ typedef struct qurl {
     uint64_t h;
     hr_slice canonical;
     size_t card_op, list_op; /* round trip 1 */
-    size_t op;               /* round trip 2: the rest of the list, or the first probe */
+    size_t op;               /* round trip 2 or 3: the rest of the list, the first probe, or the URL-set test */
     int64_t size, listed;
     hr_rplan_side side;
+    bool retried;     /* its URL set was not complete: answered in round trip 3 */
     size_t test_slot; /* its position among the URLs tested on the friends' side */
     uint32_t *hits;   /* friend positions that read it */
     size_t n_hits, cap_hits;
@@ -505,9 +528,14 @@ static int cmp_u32(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
-/* The friend ids of q's hits, in friend-list order, into out. */
+/* The friend ids of q's hits, in friend-list order, into out. Hits from the
+ * packed sets come in that order already (up to 5,000 a URL): only a list's
+ * are sorted. */
 static void hits_out(qurl *q, const hr_slice *friends, hr_arena *a, hr_url_reads *out) {
-    if (q->n_hits > 1) qsort(q->hits, q->n_hits, sizeof *q->hits, cmp_u32);
+    size_t sorted = 1;
+    while (sorted < q->n_hits && q->hits[sorted - 1] <= q->hits[sorted])
+        sorted++;
+    if (sorted < q->n_hits) qsort(q->hits, q->n_hits, sizeof *q->hits, cmp_u32);
     out->friends = hr_arena_alloc(a, (q->n_hits + 1) * sizeof *out->friends);
     out->n_friends = 0;
     for (size_t i = 0; i < q->n_hits; i++)
@@ -553,6 +581,53 @@ static int friends_of(hr_reading *r, hr_slice uid, const hr_result *fwd, hr_aren
     if (rc == HR_OK) *friends = copy_members(hr_batch_result(b, op), false, a, n);
     hr_batch_free(b);
     return rc;
+}
+
+/* Add to b the ops that answer q from its side (LIST, PROBE or URL_SET);
+ * q->op is the first. list1 is q's list as round trip 1 read it (from
+ * first on); fh the friends' URL-set members (URL_SET only). */
+static void side_ops(hr_reading *r, qurl *q, const hr_result *list1, const hr_zrange_spec *first,
+                     const hr_slice *friends, const uint64_t *fh, size_t n_friends, hr_batch *b, hr_buf *k) {
+    hr_buf_clear(k);
+    q->op = hr_batch_len(b);
+    if (q->side == HR_RPLAN_URL_SET) {
+        hr_pset_test(b, hr_rk_url(k, r->ns, q->h, "/s"), fh, n_friends + 1);
+    } else if (q->side == HR_RPLAN_PROBE) {
+        hr_slice key = hr_rk_url(k, r->ns, q->h, "/r");
+        for (size_t f = 0; f < n_friends; f++)
+            hr_zscore(b, key, friends[f]); /* op q->op + f */
+    } else if (q->side == HR_RPLAN_LIST) {
+        const hr_zentry *last = &list1->entries[list1->n_entries - 1];
+        hr_zrange_spec rest = *first;
+        rest.limit = HR_RPLAN_LIST_MAX;
+        rest.has_cursor = true;
+        rest.cursor_score = last->score;
+        rest.cursor_member = last->member; /* copied by the builder */
+        hr_zrange(b, hr_rk_url(k, r->ns, q->h, "/r"), &rest);
+    }
+}
+
+/* Take q's hits from b, where side_ops put its ops; a list read also counts
+ * q's readers into q->size. False, and nothing taken, if q's URL set was not
+ * complete (its last member, HR_RK_SET_COMPLETE, is not in it). */
+static bool side_answer(qurl *q, const hr_batch *b, size_t n_friends, const hr_rplan_friends *fi, double live,
+                        hr_arena *a) {
+    if (q->side == HR_RPLAN_URL_SET) {
+        hr_slice in = hr_batch_result(b, q->op)->value;
+        if (in.len != n_friends + 1 || !in.ptr[n_friends]) return false;
+        for (size_t f = 0; f < n_friends; f++)
+            if (in.ptr[f]) add_hit(q, (uint32_t)f, a);
+    } else if (q->side == HR_RPLAN_PROBE) {
+        for (size_t f = 0; f < n_friends; f++) {
+            const hr_result *z = hr_batch_result(b, q->op + f);
+            if (z->rc == HR_OK && z->score >= live) add_hit(q, (uint32_t)f, a);
+        }
+    } else if (q->side == HR_RPLAN_LIST) {
+        const hr_result *rest = hr_batch_result(b, q->op);
+        int64_t readers = q->listed + (int64_t)intersect(q, rest, fi, a);
+        if (!rest->more || q->size < readers) q->size = readers;
+    }
+    return true;
 }
 
 int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friends, size_t n_friends,
@@ -617,41 +692,36 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
     hr_rplan_friends fi;
     hr_rplan_friends_init(&fi, friends, n_friends, a);
 
-    int64_t *left = hr_arena_alloc(a, nq * sizeof *left);
+    int64_t *left = hr_arena_alloc(a, nq * sizeof *left), *size = hr_arena_alloc(a, nq * sizeof *size);
     hr_rplan_side *side = hr_arena_alloc(a, nq * sizeof *side);
     for (size_t j = 0; j < nq; j++) {
         const hr_result *list = hr_batch_result(b, q[j].list_op);
-        q[j].size = hr_batch_result(b, q[j].card_op)->num;
+        size[j] = q[j].size = hr_batch_result(b, q[j].card_op)->num;
         q[j].listed = (int64_t)intersect(&q[j], list, &fi, a);
         left[j] = list->more ? (q[j].size > q[j].listed ? q[j].size - q[j].listed : 1) : 0;
     }
-    hr_rplan_sides(left, nq, n_friends, &r->costs, side);
+    hr_rplan_sides(size, left, nq, n_friends, &r->costs, side);
 
-    /* Round trip 2, when needed: per URL the rest of its list, or a lookup
-     * of each friend in it; and one packed-set test per friend for all the
-     * URLs sent to the friends' side. */
+    /* Round trip 2, when needed: per URL the rest of its list, a lookup of
+     * each friend in it, or a test of the friends against its URL set; and
+     * one packed-set test per friend for all the URLs sent to the friends'
+     * side. */
+    uint64_t *fh = NULL; /* the friends' hashes as URL-set members, and HR_RK_SET_COMPLETE */
     size_t n_tested = 0;
     uint64_t *tested = hr_arena_alloc(a, nq * sizeof *tested);
     for (size_t j = 0; j < nq; j++) {
         q[j].side = side[j];
-        hr_buf_clear(&k);
-        hr_slice key = hr_rk_url(&k, r->ns, q[j].h, "/r");
+        if (side[j] == HR_RPLAN_URL_SET && fh == NULL) {
+            fh = hr_arena_alloc(a, (n_friends + 1) * sizeof *fh);
+            for (size_t f = 0; f < n_friends; f++)
+                fh[f] = hr_rk_reader(friends[f]);
+            fh[n_friends] = HR_RK_SET_COMPLETE;
+        }
         if (side[j] == HR_RPLAN_FRIENDS) {
             q[j].test_slot = n_tested;
             tested[n_tested++] = q[j].h;
-        } else if (side[j] == HR_RPLAN_PROBE) {
-            q[j].op = hr_batch_len(b2);
-            for (size_t f = 0; f < n_friends; f++)
-                hr_zscore(b2, key, friends[f]); /* op q[j].op + f */
-        } else if (side[j] == HR_RPLAN_LIST) {
-            const hr_result *list = hr_batch_result(b, q[j].list_op);
-            const hr_zentry *last = &list->entries[list->n_entries - 1];
-            hr_zrange_spec rest = first;
-            rest.limit = HR_RPLAN_LIST_MAX;
-            rest.has_cursor = true;
-            rest.cursor_score = last->score;
-            rest.cursor_member = last->member; /* copied by the builder */
-            q[j].op = hr_zrange(b2, key, &rest);
+        } else if (side[j] != HR_RPLAN_DONE) {
+            side_ops(r, &q[j], hr_batch_result(b, q[j].list_op), &first, friends, fh, n_friends, b2, &k);
         }
     }
     size_t test_op = hr_batch_len(b2);
@@ -672,29 +742,32 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
                 add_hit(&q[j], (uint32_t)f, a);
     }
 
-    /* Readers: the live entries when the whole list was read, else its size. */
+    /* Round trip 3, when a URL set was not complete: that URL from its list. */
     double live = live_min(r, now_ms);
+    hr_batch *b3 = hr_batch_new();
     for (size_t j = 0; j < nq; j++) {
-        int64_t readers = q[j].listed;
-        if (q[j].side == HR_RPLAN_LIST) {
-            const hr_result *rest = hr_batch_result(b2, q[j].op);
-            readers += (int64_t)intersect(&q[j], rest, &fi, a);
-            if (rest->more && q[j].size > readers) readers = q[j].size;
-            st.urls_list++;
-        } else if (q[j].side != HR_RPLAN_DONE) {
-            for (size_t f = 0; q[j].side == HR_RPLAN_PROBE && f < n_friends; f++) {
-                const hr_result *z = hr_batch_result(b2, q[j].op + f);
-                if (z->rc == HR_OK && z->score >= live) add_hit(&q[j], (uint32_t)f, a);
-            }
-            if (q[j].size > readers) readers = q[j].size;
-            if (q[j].side == HR_RPLAN_PROBE)
-                st.urls_probe++;
-            else
-                st.urls_friends++;
-        } else {
-            st.urls_list++;
-        }
-        q[j].size = readers;
+        if (q[j].side == HR_RPLAN_FRIENDS || q[j].side == HR_RPLAN_DONE) continue;
+        if (side_answer(&q[j], b2, n_friends, &fi, live, a)) continue;
+        q[j].side = hr_rplan_fallback(left[j], n_friends, &r->costs);
+        q[j].retried = true;
+        side_ops(r, &q[j], hr_batch_result(b, q[j].list_op), &first, friends, fh, n_friends, b3, &k);
+    }
+    if (hr_batch_len(b3) > 0) {
+        rc = hr_core_exec(r->store, b3, 0, "friends-reads", err);
+        st.round_trips++;
+        for (size_t j = 0; rc == HR_OK && j < nq; j++)
+            if (q[j].retried) side_answer(&q[j], b3, n_friends, &fi, live, a);
+    }
+    hr_batch_free(b3);
+    if (rc != HR_OK) goto done;
+    for (size_t j = 0; j < nq; j++) {
+        /* readers: side_answer counted a list read; a list read whole in
+         * round trip 1 counts its live entries; else the list's size */
+        if (q[j].side == HR_RPLAN_DONE || q[j].size < q[j].listed) q[j].size = q[j].listed;
+        st.urls_list += q[j].side == HR_RPLAN_LIST || q[j].side == HR_RPLAN_DONE;
+        st.urls_probe += q[j].side == HR_RPLAN_PROBE;
+        st.urls_set += q[j].side == HR_RPLAN_URL_SET;
+        st.urls_friends += q[j].side == HR_RPLAN_FRIENDS;
     }
     hr_url_reads *answer = hr_arena_alloc(a, nq * sizeof *answer);
     for (size_t j = 0; j < nq; j++) {

@@ -9,16 +9,20 @@
  *
  *   x's side   a packed set of URL hashes (hr_pset, each member expiring at
  *              t + reading_ttl), and the same reads in a sorted set by time
- *   u's side   a sorted set of its readers, scored by their last read time
+ *   u's side   a sorted set of its readers, scored by their last read time,
+ *              and the same readers as a packed set of id hashes
  *
  * RockMelt chose user -> URL rows because URL -> user rows of popular pages
  * grow without bound and every query for such a page would scan one. Here
  * both exist and friends-reads answers each URL from the cheaper one for
  * this query (core/reading_plan.h): a URL read by few is answered from its
  * reader list intersected with the friend list in memory (cost ~ readers);
- * a URL read by many from one hr_pset_test per friend with all such URLs at
- * once (cost ~ friends, whatever the popularity). The worst case is bounded
- * by the friends (up to 5,000 tests), never by a page's popularity.
+ * a URL read by many from one hr_pset_test of all the friends against its
+ * packed set of readers (cost ~ friends plus a chunk per ~384 readers), or,
+ * when several popular URLs meet few friends, from one hr_pset_test per
+ * friend with all such URLs at once. The worst case is bounded by the
+ * friends and the chunks of 100 URL sets, never by a scan of a page's
+ * readers.
  *
  * URLS are canonicalised (core/url.h) and hashed (hr_url_hash); the answer
  * is keyed by each URL as sent, so variants of one page answer alike.
@@ -49,13 +53,15 @@
  *
  * READERS of a URL are its distinct readers within the ttl: exact when
  * friends-reads read the URL's list, and the list's size (which may still
- * hold entries expired since its last trim) when the URL went to the
- * friends' side.
+ * hold entries expired since its last trim) when the URL was answered from
+ * another side.
  *
  * Costs in store round trips: record 3 (checks; writes; the opt-in check
  * again); friends-reads 1 when every URL's list is short (the friend list,
  * and per URL its size and first HR_READING_LIST_FIRST readers), 2
- * otherwise (the rest of the lists chosen, and the friends' tests);
+ * otherwise (the rest of the lists chosen, the URL-set tests and the
+ * friends' tests), 3 when a URL set turned out incomplete (a store written
+ * before URL sets: core/reading.c);
  * friends-popular 3; opt-out 2 + one write per 1,000 reads. */
 #ifndef HR_READING_H
 #define HR_READING_H
@@ -149,6 +155,7 @@ typedef struct hr_reads_stats {
     size_t friends;      /* friends considered */
     size_t urls_list;    /* URLs answered by reading their reader lists */
     size_t urls_probe;   /* URLs answered by looking the friends up in their lists */
+    size_t urls_set;     /* URLs answered by testing the friends against their URL sets */
     size_t urls_friends; /* URLs answered from the friends' packed sets */
     size_t round_trips;
 } hr_reads_stats;

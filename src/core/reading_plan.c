@@ -6,12 +6,18 @@
 #include <xxhash.h>
 
 hr_rplan_costs hr_rplan_default_costs(void) {
-    hr_rplan_costs c = {.entry = 1.0, .probe = 5.0, .friend_test = 15.0, .friend_extra = 0.5};
+    hr_rplan_costs c = {.entry = 1.0,
+                        .probe = 5.0,
+                        .friend_test = 15.0,
+                        .friend_extra = 0.5,
+                        .set_test = 5.0,
+                        .set_chunk = 3.0,
+                        .set_member = 0.1};
     return c;
 }
 
 typedef struct undecided {
-    double cost; /* the cheaper of LIST and PROBE */
+    double cost; /* the cheapest of LIST, PROBE and URL_SET */
     size_t i;
 } undecided;
 
@@ -22,17 +28,41 @@ static int by_cost_desc(const void *x, const void *y) {
     return (a->i > b->i) - (a->i < b->i);
 }
 
-double hr_rplan_sides(const int64_t *left, size_t n, size_t m, const hr_rplan_costs *c, hr_rplan_side *side) {
+/* The cheaper of LIST and PROBE for a list with left entries unread. */
+static hr_rplan_side list_or_probe(int64_t left, size_t m, const hr_rplan_costs *c, double *cost) {
+    double list = c->entry * (double)left, probe = c->probe * (double)m;
+    bool listable = left <= HR_RPLAN_LIST_MAX;
+    *cost = listable && list <= probe ? list : probe;
+    return listable && list <= probe ? HR_RPLAN_LIST : HR_RPLAN_PROBE;
+}
+
+hr_rplan_side hr_rplan_fallback(int64_t left, size_t m, const hr_rplan_costs *c) {
+    double cost;
+    return list_or_probe(left, m, c, &cost);
+}
+
+/* A URL-set test of m friends against a set of size readers. */
+static double url_set_cost(int64_t size, size_t m, const hr_rplan_costs *c) {
+    double chunks = (double)(size / HR_RPLAN_SET_CHUNK_READERS + 1);
+    if (chunks > (double)m) chunks = (double)m;
+    return c->set_test + c->set_chunk * chunks + c->set_member * (double)m;
+}
+
+double hr_rplan_sides(const int64_t *size, const int64_t *left, size_t n, size_t m, const hr_rplan_costs *c,
+                      hr_rplan_side *side) {
     undecided *u = malloc((n ? n : 1) * sizeof *u);
     size_t p = 0;
-    double own = 0; /* every undecided URL on its own cheaper side */
+    double own = 0; /* every undecided URL on its own cheapest side */
     for (size_t i = 0; i < n; i++) {
         side[i] = HR_RPLAN_DONE;
         if (left[i] <= 0) continue;
-        double list = c->entry * (double)left[i], probe = c->probe * (double)m;
-        bool listable = left[i] <= HR_RPLAN_LIST_MAX;
-        side[i] = listable && list <= probe ? HR_RPLAN_LIST : HR_RPLAN_PROBE;
-        u[p] = (undecided){side[i] == HR_RPLAN_LIST ? list : probe, i};
+        double cost, set = url_set_cost(size[i], m, c);
+        side[i] = list_or_probe(left[i], m, c, &cost);
+        if (set < cost) {
+            side[i] = HR_RPLAN_URL_SET;
+            cost = set;
+        }
+        u[p] = (undecided){cost, i};
         own += u[p++].cost;
     }
     qsort(u, p, sizeof *u, by_cost_desc);

@@ -242,9 +242,10 @@ def test_opting_out_hides_at_once(server):
     assert friends_reads(server, me, [url])[url]["friends"] == [f]
 
 
-def test_popular_page_answered_from_the_friends_side(server):
-    """A page read by many more people than the user has friends is answered from the
-    friends' packed sets: the same answer, and opt-out still hides at once."""
+def test_popular_page_answered_from_a_packed_set(server):
+    """A page read by many more people than the user has friends is answered from a
+    packed set (with three friends, the page's set of readers; tests/unit/test_reading.c
+    forces each side): the same answer, and opt-out still hides at once."""
     site = fresh_site()
     select(server, site)
     url = f"https://{site}/hit"

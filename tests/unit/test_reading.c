@@ -13,7 +13,9 @@
 #include "common/clock.h"
 #include "core/graph.h"
 #include "core/reading.h"
+#include "core/reading_keys.h"
 #include "core/reading_plan.h"
+#include "core/url.h"
 #include "core/trending.h"
 #include "support.h"
 
@@ -23,63 +25,107 @@
 
 /* ---- The cheaper side ------------------------------------------------------ */
 
-static const hr_rplan_costs COSTS = {.entry = 0.5, .probe = 4, .friend_test = 12, .friend_extra = 1};
+static const hr_rplan_costs COSTS = {.entry = 0.5,
+                                     .probe = 4,
+                                     .friend_test = 12,
+                                     .friend_extra = 1,
+                                     .set_test = 20,
+                                     .set_chunk = 3,
+                                     .set_member = 0.5};
+/* The same without URL sets (a side costing 1e9 is never chosen here). */
+static const hr_rplan_costs NO_SETS = {.entry = 0.5,
+                                       .probe = 4,
+                                       .friend_test = 12,
+                                       .friend_extra = 1,
+                                       .set_test = 1e9,
+                                       .set_chunk = 1e9,
+                                       .set_member = 1e9};
 
 Test(reading_plan, short_lists_are_read) {
-    int64_t left[3] = {0, 40, 200};
+    int64_t left[3] = {0, 40, 200}, size[3] = {20, 72, 232};
     hr_rplan_side side[3];
-    double cost = hr_rplan_sides(left, 3, 450, &COSTS, side);
+    double cost = hr_rplan_sides(size, left, 3, 450, &COSTS, side);
     cr_assert(side[0] == HR_RPLAN_DONE && side[1] == HR_RPLAN_LIST && side[2] == HR_RPLAN_LIST);
     cr_assert_float_eq(cost, 0.5 * 240, 1e-9);
 }
 
 Test(reading_plan, a_huge_list_is_probed) {
     /* 100 000 readers: 50 000 units from the list, 450 x 4 by probes, 450 x 12 by tests */
-    int64_t left[3] = {10, 100000, 30};
+    int64_t left[3] = {10, 100000, 30}, size[3] = {42, 100032, 62};
     hr_rplan_side side[3];
-    double cost = hr_rplan_sides(left, 3, 450, &COSTS, side);
+    double cost = hr_rplan_sides(size, left, 3, 450, &NO_SETS, side);
     cr_assert(side[0] == HR_RPLAN_LIST && side[1] == HR_RPLAN_PROBE && side[2] == HR_RPLAN_LIST);
     cr_assert_float_eq(cost, 450 * 4 + 0.5 * 40, 1e-9);
+}
+
+Test(reading_plan, a_popular_url_is_tested_against_its_set) {
+    /* 100 032 readers in 261 chunks: 20 + 261 x 3 + 450 x 0.5 = 1 028 < 1 800 by probes */
+    int64_t left[3] = {10, 100000, 30}, size[3] = {42, 100032, 62};
+    hr_rplan_side side[3];
+    double cost = hr_rplan_sides(size, left, 3, 450, &COSTS, side);
+    cr_assert(side[0] == HR_RPLAN_LIST && side[1] == HR_RPLAN_URL_SET && side[2] == HR_RPLAN_LIST);
+    cr_assert_float_eq(cost, 20 + 261 * 3 + 450 * 0.5 + 0.5 * 40, 1e-9);
+    /* 30 friends: a chunk each at most, and probes are cheaper (120 < 20 + 90 + 15) */
+    hr_rplan_sides(size, left, 3, 30, &COSTS, side);
+    cr_assert_eq(side[1], HR_RPLAN_PROBE);
+    /* an incomplete set falls back to the cheaper of the others */
+    cr_assert_eq(hr_rplan_fallback(100000, 450, &COSTS), HR_RPLAN_PROBE);
+    cr_assert_eq(hr_rplan_fallback(3000, 450, &COSTS), HR_RPLAN_LIST);
 }
 
 Test(reading_plan, popular_urls_share_the_friends_tests) {
     /* one popular URL is cheaper probed (1 800 < 5 400); five share the tests
      * (450 x (12 + 4) = 7 200 < 5 x 1 800) */
-    int64_t left[6] = {20000, 20000, 20000, 20000, 20000, 3};
+    int64_t left[6] = {20000, 20000, 20000, 20000, 20000, 3}, size[6] = {20032, 20032, 20032, 20032, 20032, 35};
     hr_rplan_side side[6];
-    hr_rplan_sides(left, 1, 450, &COSTS, side);
+    hr_rplan_sides(size, left, 1, 450, &NO_SETS, side);
     cr_assert_eq(side[0], HR_RPLAN_PROBE);
-    double cost = hr_rplan_sides(left, 6, 450, &COSTS, side);
+    double cost = hr_rplan_sides(size, left, 6, 450, &NO_SETS, side);
     for (int i = 0; i < 5; i++)
         cr_assert_eq(side[i], HR_RPLAN_FRIENDS, "URL %d", i);
     cr_assert_eq(side[5], HR_RPLAN_LIST);
     cr_assert_float_eq(cost, 450 * 16 + 1.5, 1e-9);
+    /* with URL sets: 20 + 53 x 3 + 225 = 404 each, 2 020 < 7 200 */
+    cost = hr_rplan_sides(size, left, 6, 450, &COSTS, side);
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(side[i], HR_RPLAN_URL_SET, "URL %d", i);
+    cr_assert_float_eq(cost, 5 * 404 + 1.5, 1e-9);
+    /* 10 friends: 10 x (12 + 4) = 160 < 5 x (20 + 30 + 5) */
+    hr_rplan_sides(size, left, 6, 10, &COSTS, side);
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(side[i], HR_RPLAN_FRIENDS, "URL %d", i);
 }
 
 Test(reading_plan, the_friend_count_decides) {
-    int64_t left[2] = {500, 50};
+    int64_t left[2] = {500, 50}, size[2] = {532, 82};
     hr_rplan_side side[2];
-    hr_rplan_sides(left, 2, 3, &COSTS, side); /* 3 friends: 12 units of probes against 250 and 25 */
+    hr_rplan_sides(size, left, 2, 3, &COSTS, side); /* 3 friends: 12 units of probes against 250 and 25 */
     cr_assert(side[0] == HR_RPLAN_PROBE && side[1] == HR_RPLAN_PROBE);
-    hr_rplan_sides(left, 2, 5000, &COSTS, side); /* 5 000 friends: 20 000 units */
+    hr_rplan_sides(size, left, 2, 5000, &COSTS, side); /* 5 000 friends: 20 000 units, sets 2 500 */
     cr_assert(side[0] == HR_RPLAN_LIST && side[1] == HR_RPLAN_LIST);
-    cr_assert_float_eq(hr_rplan_sides(left, 2, 0, &COSTS, side), 0, 0, "no friends: nothing to look up");
+    cr_assert_float_eq(hr_rplan_sides(size, left, 2, 0, &COSTS, side), 0, 0, "no friends: nothing to look up");
     cr_assert(side[0] == HR_RPLAN_PROBE && side[1] == HR_RPLAN_PROBE);
 }
 
 Test(reading_plan, lists_over_the_read_limit_are_never_read) {
-    int64_t left[1] = {HR_RPLAN_LIST_MAX + 1};
+    int64_t left[1] = {HR_RPLAN_LIST_MAX + 1}, size[1] = {HR_RPLAN_LIST_MAX + 33};
     hr_rplan_side side[1];
-    hr_rplan_costs cheap_lists = {.entry = 0.001, .probe = 1000, .friend_test = 1000, .friend_extra = 1000};
-    hr_rplan_sides(left, 1, 5000, &cheap_lists, side);
+    hr_rplan_costs cheap_lists = {.entry = 0.001,
+                                  .probe = 1000,
+                                  .friend_test = 1000,
+                                  .friend_extra = 1000,
+                                  .set_test = 1e9,
+                                  .set_chunk = 1e9,
+                                  .set_member = 1e9};
+    hr_rplan_sides(size, left, 1, 5000, &cheap_lists, side);
     cr_assert_eq(side[0], HR_RPLAN_PROBE);
     left[0] = HR_RPLAN_LIST_MAX;
-    hr_rplan_sides(left, 1, 5000, &cheap_lists, side);
+    hr_rplan_sides(size, left, 1, 5000, &cheap_lists, side);
     cr_assert_eq(side[0], HR_RPLAN_LIST);
 }
 
 /* The modelled cost of an assignment; negative if it is not allowed. */
-static double cost_of(const int64_t *left, const hr_rplan_side *side, size_t n, size_t m) {
+static double cost_of(const int64_t *size, const int64_t *left, const hr_rplan_side *side, size_t n, size_t m) {
     double cost = 0;
     int k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -87,6 +133,10 @@ static double cost_of(const int64_t *left, const hr_rplan_side *side, size_t n, 
         if (side[i] == HR_RPLAN_LIST && left[i] > HR_RPLAN_LIST_MAX) return -1;
         if (side[i] == HR_RPLAN_LIST) cost += COSTS.entry * (double)left[i];
         if (side[i] == HR_RPLAN_PROBE) cost += COSTS.probe * (double)m;
+        if (side[i] == HR_RPLAN_URL_SET) {
+            size_t chunks = (size_t)(size[i] / HR_RPLAN_SET_CHUNK_READERS + 1);
+            cost += COSTS.set_test + COSTS.set_chunk * (double)(chunks < m ? chunks : m) + COSTS.set_member * (double)m;
+        }
         if (side[i] == HR_RPLAN_FRIENDS) k++;
     }
     if (k) cost += (double)m * (COSTS.friend_test + (k - 1) * COSTS.friend_extra);
@@ -94,25 +144,27 @@ static double cost_of(const int64_t *left, const hr_rplan_side *side, size_t n, 
 }
 
 Test(reading_plan, the_choice_is_the_cheapest) {
-    /* Brute force over every assignment of 7 URLs to the three sides, for
+    /* Brute force over every assignment of 7 URLs to the four sides, for
      * random sizes and friend counts. */
     srand(7);
     for (int round = 0; round < 200; round++) {
         enum { N = 7 };
-        int64_t left[N];
+        int64_t left[N], size[N];
         size_t m = (size_t)(rand() % 3000);
-        for (int i = 0; i < N; i++)
+        for (int i = 0; i < N; i++) {
             left[i] = rand() % 4 == 0 ? 0 : (int64_t)(rand() % 30000);
+            size[i] = left[i] + 32;
+        }
         hr_rplan_side side[N], trial[N];
-        double got = hr_rplan_sides(left, N, m, &COSTS, side);
-        cr_assert_float_eq(cost_of(left, side, N, m), got, 1e-6, "round %d: the sides are the choice costed",
+        double got = hr_rplan_sides(size, left, N, m, &COSTS, side);
+        cr_assert_float_eq(cost_of(size, left, side, N, m), got, 1e-6, "round %d: the sides are the choice costed",
                            round);
         double best = INFINITY;
-        for (int code = 0; code < 2187; code++) { /* 3^7 */
+        for (int code = 0; code < 16384; code++) { /* 4^7 */
             int c = code;
-            for (int i = 0; i < N; i++, c /= 3)
-                trial[i] = left[i] == 0 ? HR_RPLAN_DONE : (hr_rplan_side)(HR_RPLAN_LIST + c % 3);
-            double x = cost_of(left, trial, N, m);
+            for (int i = 0; i < N; i++, c /= 4)
+                trial[i] = left[i] == 0 ? HR_RPLAN_DONE : (hr_rplan_side)(HR_RPLAN_LIST + c % 4);
+            double x = cost_of(size, left, trial, N, m);
             if (x >= 0 && x < best) best = x;
         }
         cr_assert_float_eq(got, best, 1e-6, "round %d (%zu friends): %f, the best assignment costs %f", round,
@@ -240,6 +292,31 @@ typedef struct env {
 } env;
 
 typedef void (*env_check)(env *e);
+
+/* Costs that force one side for every URL not answered in round trip 1. */
+static const hr_rplan_costs FORCE_LISTS = {
+    .entry = 0, .probe = 1, .friend_test = 1, .friend_extra = 1, .set_test = 1, .set_chunk = 1, .set_member = 1};
+static const hr_rplan_costs FORCE_PROBES = {.entry = 1e9,
+                                            .probe = 0,
+                                            .friend_test = 1,
+                                            .friend_extra = 1,
+                                            .set_test = 1,
+                                            .set_chunk = 1,
+                                            .set_member = 1};
+static const hr_rplan_costs FORCE_SETS = {.entry = 1e9,
+                                          .probe = 1e9,
+                                          .friend_test = 1e9,
+                                          .friend_extra = 1e9,
+                                          .set_test = 0,
+                                          .set_chunk = 0,
+                                          .set_member = 0};
+static const hr_rplan_costs FORCE_TESTS = {.entry = 1e9,
+                                           .probe = 1e9,
+                                           .friend_test = 0,
+                                           .friend_extra = 0,
+                                           .set_test = 1e9,
+                                           .set_chunk = 1e9,
+                                           .set_member = 1e9};
 
 static void open_reading(env *e, int64_t ttl, const hr_rplan_costs *costs) {
     hr_reading_free(e->reading);
@@ -493,7 +570,8 @@ static void only_the_newest_friends_count(env *e) {
 BOTH_BACKENDS(only_the_newest_friends_count)
 
 /* Random reads among 60 users and 30 URLs; friends-reads for each user with
- * the list side forced, the friends' side forced and the default, against
+ * each side forced (lists, probes, URL sets, the friends' sets) and the
+ * default, against
  * the model. Some URLs get long lists, so the first round trip's 32 readers
  * do not answer them. */
 static void model_both_sides(env *e) {
@@ -527,19 +605,18 @@ static void model_both_sides(env *e) {
     const char *urls[URLS];
     for (int i = 0; i < URLS; i++)
         urls[i] = url[i];
-    hr_rplan_costs lists = {.entry = 0, .probe = 1, .friend_test = 1, .friend_extra = 1};
-    hr_rplan_costs probes = {.entry = 1e9, .probe = 0, .friend_test = 1, .friend_extra = 1};
-    hr_rplan_costs tests = {.entry = 1e9, .probe = 1e9, .friend_test = 0, .friend_extra = 0};
-    const hr_rplan_costs *modes[] = {&lists, &probes, &tests, NULL};
-    for (int mode = 0; mode < 4; mode++) {
+    const hr_rplan_costs *modes[] = {&FORCE_LISTS, &FORCE_PROBES, &FORCE_SETS, &FORCE_TESTS, NULL};
+    for (int mode = 0; mode < 5; mode++) {
         open_reading(e, 30 * DAY, modes[mode]);
-        size_t via[3] = {0};
+        size_t via[4] = {0};
         for (int u = 0; u < USERS; u++) {
             hr_url_reads out[URLS];
             hr_reads_stats st = ask(e, uid[u], NULL, 0, urls, URLS, out);
             via[0] += st.urls_list;
             via[1] += st.urls_probe;
-            via[2] += st.urls_friends;
+            via[2] += st.urls_set;
+            via[3] += st.urls_friends;
+            cr_assert_leq(st.round_trips, 2, "mode %d: every URL set is complete", mode);
             for (int i = 0; i < URLS; i++) {
                 hr_buf want = HR_BUF_INIT;
                 int64_t readers = 0;
@@ -565,7 +642,7 @@ static void model_both_sides(env *e) {
             }
         }
         /* users with friends ask about 3 long lists each; short lists count as read */
-        for (int side = 0; side < 3 && mode < 3; side++) {
+        for (int side = 0; side < 4 && mode < 4; side++) {
             if (side == mode)
                 cr_assert_geq(via[side], 30, "mode %d", mode);
             else if (side != 0)
@@ -574,6 +651,83 @@ static void model_both_sides(env *e) {
     }
 }
 BOTH_BACKENDS(model_both_sides)
+
+/* Remove HR_RK_SET_COMPLETE from url's URL set, as if the store had been
+ * written before URL sets existed. */
+static void forget_set_complete(env *e, const char *url) {
+    hr_buf c = HR_BUF_INIT, k = HR_BUF_INIT;
+    cr_assert_eq(hr_url_canonical(hr_slice_str(url), &c, NULL), HR_OK);
+    hr_batch *b = hr_batch_new();
+    size_t op = hr_pset_rem(b, hr_rk_url(&k, e->ns, hr_url_hash(hr_buf_slice(&c)), "/s"), HR_RK_SET_COMPLETE);
+    hr_err err = {0};
+    cr_assert_eq(hr_store_exec(e->t.store, b, 0, &err), HR_OK, "%s", err.msg);
+    cr_assert_eq(hr_batch_result(b, op)->num, 1, "the URL set was complete");
+    hr_batch_free(b);
+    hr_buf_free(&c);
+    hr_buf_free(&k);
+}
+
+/* 40 readers of one URL (past the first round trip's 32): the URL-set side
+ * answers them, hides a reader who opts out, and a set that does not say it
+ * is complete is not trusted: the URL is read from its list instead, in a
+ * third round trip, until the list empties and starts again. */
+static void url_sets(env *e) {
+    site(e, "set.example");
+    const char *url = "https://set.example/a";
+    share(e, "me", true);
+    char uid[40][16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(uid[i], sizeof uid[i], "r%02d", i);
+        share(e, uid[i], true);
+        if (i % 2 == 0) befriend(e, "me", uid[i]);
+        read_ok(e, uid[i], url);
+    }
+    open_reading(e, 30 * DAY, &FORCE_SETS);
+    const char *urls[] = {url};
+    hr_url_reads out[1];
+    hr_reads_stats st = ask(e, "me", NULL, 0, urls, 1, out);
+    cr_assert_eq(st.urls_set, 1);
+    cr_assert_eq(st.round_trips, 2);
+    cr_assert_eq(out[0].n_friends, 20);
+    cr_assert_eq(out[0].readers, 40);
+
+    share(e, "r04", false);
+    ask(e, "me", NULL, 0, urls, 1, out);
+    cr_assert_eq(out[0].n_friends, 19, "an opted-out reader is hidden at once");
+    for (size_t i = 0; i < out[0].n_friends; i++)
+        cr_assert(!hr_slice_eq(out[0].friends[i], hr_slice_str("r04")));
+
+    forget_set_complete(e, url);
+    st = ask(e, "me", NULL, 0, urls, 1, out);
+    cr_assert_eq(st.round_trips, 3, "an incomplete set costs a round trip");
+    cr_assert_eq(st.urls_set, 0);
+    cr_assert_eq(st.urls_list + st.urls_probe, 1);
+    cr_assert_eq(out[0].n_friends, 19, "and is answered from the list");
+    cr_assert_eq(out[0].readers, 39);
+    /* a new reader does not make the set complete: the list holds older ones */
+    share(e, "late", true);
+    befriend(e, "me", "late");
+    read_ok(e, "late", url);
+    st = ask(e, "me", NULL, 0, urls, 1, out);
+    cr_assert_eq(st.round_trips, 3);
+    cr_assert_eq(out[0].n_friends, 20);
+
+    /* every reader leaves; the next read starts a complete set */
+    for (int i = 0; i < 40; i++)
+        share(e, uid[i], false);
+    share(e, "late", false);
+    share(e, "late", true);
+    for (int i = 0; i < 36; i++) {
+        share(e, uid[i], true);
+        read_ok(e, uid[i], url);
+    }
+    st = ask(e, "me", NULL, 0, urls, 1, out);
+    cr_assert_eq(st.round_trips, 2);
+    cr_assert_eq(st.urls_set, 1);
+    cr_assert_eq(out[0].n_friends, 18);
+    cr_assert_eq(out[0].readers, 36);
+}
+BOTH_BACKENDS(url_sets)
 
 static void reads_expire(env *e) {
     open_reading(e, 1500, NULL);
@@ -594,10 +748,8 @@ static void reads_expire(env *e) {
     cr_assert_eq(out[0].n_friends, 0, "expired on the list side");
     cr_assert_eq(out[0].readers, 0);
     /* the other sides, with the expired entry still in the list */
-    hr_rplan_costs probes = {.entry = 1e9, .probe = 0, .friend_test = 1, .friend_extra = 1};
-    hr_rplan_costs tests = {.entry = 1e9, .probe = 1e9, .friend_test = 0, .friend_extra = 0};
-    const hr_rplan_costs *modes[] = {&probes, &tests};
-    for (int i = 0; i < 2; i++) {
+    const hr_rplan_costs *modes[] = {&FORCE_PROBES, &FORCE_SETS, &FORCE_TESTS};
+    for (int i = 0; i < 3; i++) {
         open_reading(e, 1500, modes[i]);
         ask(e, "me", NULL, 0, urls, 1, out);
         cr_assert_eq(out[0].n_friends, 0, "expired on side %d", i);
