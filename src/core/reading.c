@@ -497,7 +497,7 @@ typedef struct qurl {
     size_t op;               /* round trip 2 or 3: the rest of the list, the first probe, or the URL-set test */
     int64_t size, listed;
     hr_rplan_side side;
-    bool retried;     /* its URL set was not complete: answered in round trip 3 */
+    bool retried;     /* its URL set was not complete: planned again, answered in round trip 3 */
     size_t test_slot; /* its position among the URLs tested on the friends' side */
     uint32_t *hits;   /* friend positions that read it */
     size_t n_hits, cap_hits;
@@ -630,6 +630,39 @@ static bool side_answer(qurl *q, const hr_batch *b, size_t n_friends, const hr_r
     return true;
 }
 
+/* One packed-set test per friend, of every URL of q[0..nq) on the FRIENDS
+ * side whose retried flag is retried, added to b; returns the first op
+ * (test f is op first + f), or SIZE_MAX if no URL is on that side. */
+static size_t friends_tests_ops(hr_reading *r, qurl *q, size_t nq, bool retried, const hr_slice *friends,
+                                size_t n_friends, hr_batch *b, hr_buf *k, hr_arena *a) {
+    uint64_t *tested = hr_arena_alloc(a, nq * sizeof *tested);
+    size_t n_tested = 0;
+    for (size_t j = 0; j < nq; j++)
+        if (q[j].side == HR_RPLAN_FRIENDS && q[j].retried == retried) {
+            q[j].test_slot = n_tested;
+            tested[n_tested++] = q[j].h;
+        }
+    if (n_tested == 0) return SIZE_MAX;
+    size_t first = hr_batch_len(b);
+    for (size_t f = 0; f < n_friends; f++) {
+        hr_buf_clear(k);
+        hr_pset_test(b, hr_rk_user(k, r->ns, friends[f], "/p"), tested, n_tested);
+    }
+    return first;
+}
+
+/* The hits of friends_tests_ops' tests (first: what it returned). */
+static void friends_tests_answer(qurl *q, size_t nq, bool retried, const hr_batch *b, size_t first,
+                                 size_t n_friends, hr_arena *a) {
+    for (size_t f = 0; first != SIZE_MAX && f < n_friends; f++) {
+        const hr_result *t = hr_batch_result(b, first + f);
+        for (size_t j = 0; j < nq; j++)
+            if (q[j].side == HR_RPLAN_FRIENDS && q[j].retried == retried && t->value.len > q[j].test_slot &&
+                t->value.ptr[q[j].test_slot])
+                add_hit(&q[j], (uint32_t)f, a);
+    }
+}
+
 int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friends, size_t n_friends,
                              const hr_slice *urls, size_t n_urls, int64_t now_ms, hr_arena *a,
                              hr_url_reads *out, hr_reads_stats *stats, hr_err *err) {
@@ -707,8 +740,6 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
      * one packed-set test per friend for all the URLs sent to the friends'
      * side. */
     uint64_t *fh = NULL; /* the friends' hashes as URL-set members, and HR_RK_SET_COMPLETE */
-    size_t n_tested = 0;
-    uint64_t *tested = hr_arena_alloc(a, nq * sizeof *tested);
     for (size_t j = 0; j < nq; j++) {
         q[j].side = side[j];
         if (side[j] == HR_RPLAN_URL_SET && fh == NULL) {
@@ -717,49 +748,49 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
                 fh[f] = hr_rk_reader(friends[f]);
             fh[n_friends] = HR_RK_SET_COMPLETE;
         }
-        if (side[j] == HR_RPLAN_FRIENDS) {
-            q[j].test_slot = n_tested;
-            tested[n_tested++] = q[j].h;
-        } else if (side[j] != HR_RPLAN_DONE) {
+        if (side[j] != HR_RPLAN_FRIENDS && side[j] != HR_RPLAN_DONE)
             side_ops(r, &q[j], hr_batch_result(b, q[j].list_op), &first, friends, fh, n_friends, b2, &k);
-        }
     }
-    size_t test_op = hr_batch_len(b2);
-    for (size_t f = 0; n_tested && f < n_friends; f++) {
-        hr_buf_clear(&k);
-        hr_pset_test(b2, hr_rk_user(&k, r->ns, friends[f], "/p"), tested, n_tested); /* op test_op + f */
-    }
+    size_t tests = friends_tests_ops(r, q, nq, false, friends, n_friends, b2, &k, a);
     if (hr_batch_len(b2) > 0) {
         rc = hr_core_exec(r->store, b2, 0, "friends-reads", err);
         st.round_trips++;
         if (rc != HR_OK) goto done;
     }
-    for (size_t f = 0; n_tested && f < n_friends; f++) {
-        const hr_result *t = hr_batch_result(b2, test_op + f);
-        for (size_t j = 0; j < nq; j++)
-            if (q[j].side == HR_RPLAN_FRIENDS && t->value.len > q[j].test_slot &&
-                t->value.ptr[q[j].test_slot])
-                add_hit(&q[j], (uint32_t)f, a);
-    }
+    friends_tests_answer(q, nq, false, b2, tests, n_friends, a);
 
-    /* Round trip 3, when a URL set was not complete: that URL from its list. */
+    /* Round trip 3, when URL sets were not complete (a store written before
+     * them): those URLs planned again without URL sets. */
     double live = live_min(r, now_ms);
-    hr_batch *b3 = hr_batch_new();
+    int64_t *again = hr_arena_calloc(a, nq * sizeof *again);
+    bool retry = false;
     for (size_t j = 0; j < nq; j++) {
         if (q[j].side == HR_RPLAN_FRIENDS || q[j].side == HR_RPLAN_DONE) continue;
         if (side_answer(&q[j], b2, n_friends, &fi, live, a)) continue;
-        q[j].side = hr_rplan_fallback(left[j], n_friends, &r->costs);
-        q[j].retried = true;
-        side_ops(r, &q[j], hr_batch_result(b, q[j].list_op), &first, friends, fh, n_friends, b3, &k);
+        again[j] = left[j];
+        retry = true;
     }
-    if (hr_batch_len(b3) > 0) {
+    if (retry) {
+        hr_rplan_costs no_sets = r->costs;
+        no_sets.set_test = HUGE_VAL;
+        hr_rplan_sides(size, again, nq, n_friends, &no_sets, side);
+        hr_batch *b3 = hr_batch_new();
+        for (size_t j = 0; j < nq; j++) {
+            if (again[j] == 0) continue;
+            q[j].side = side[j];
+            q[j].retried = true;
+            if (side[j] != HR_RPLAN_FRIENDS)
+                side_ops(r, &q[j], hr_batch_result(b, q[j].list_op), &first, friends, fh, n_friends, b3, &k);
+        }
+        tests = friends_tests_ops(r, q, nq, true, friends, n_friends, b3, &k, a);
         rc = hr_core_exec(r->store, b3, 0, "friends-reads", err);
         st.round_trips++;
         for (size_t j = 0; rc == HR_OK && j < nq; j++)
-            if (q[j].retried) side_answer(&q[j], b3, n_friends, &fi, live, a);
+            if (q[j].retried && q[j].side != HR_RPLAN_FRIENDS) side_answer(&q[j], b3, n_friends, &fi, live, a);
+        if (rc == HR_OK) friends_tests_answer(q, nq, true, b3, tests, n_friends, a);
+        hr_batch_free(b3);
+        if (rc != HR_OK) goto done;
     }
-    hr_batch_free(b3);
-    if (rc != HR_OK) goto done;
     for (size_t j = 0; j < nq; j++) {
         /* readers: side_answer counted a list read; a list read whole in
          * round trip 1 counts its live entries; else the list's size */

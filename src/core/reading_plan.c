@@ -36,11 +36,6 @@ static hr_rplan_side list_or_probe(int64_t left, size_t m, const hr_rplan_costs 
     return listable && list <= probe ? HR_RPLAN_LIST : HR_RPLAN_PROBE;
 }
 
-hr_rplan_side hr_rplan_fallback(int64_t left, size_t m, const hr_rplan_costs *c) {
-    double cost;
-    return list_or_probe(left, m, c, &cost);
-}
-
 /* A URL-set test of m friends against a set of size readers. */
 static double url_set_cost(int64_t size, size_t m, const hr_rplan_costs *c) {
     double chunks = (double)(size / HR_RPLAN_SET_CHUNK_READERS + 1);

@@ -34,8 +34,9 @@
  * FRIENDS side, for the k that minimises the total.
  *
  * A URL set may not hold every reader (a store written before URL sets
- * existed: core/reading.c says how that is detected); such a URL is then
- * answered by hr_rplan_fallback's side, in one more round trip.
+ * existed: core/reading.c says how that is detected); such URLs are then
+ * planned again with set_test = HUGE_VAL (no URL sets) and answered in one
+ * more round trip.
  *
  * The costs are in microseconds per unit, measured on this project's machine
  * with the RocksDB backend by forcing each side on the same queries
@@ -93,10 +94,6 @@ hr_rplan_costs hr_rplan_default_costs(void);
  * read whole. Returns the modelled cost. */
 double hr_rplan_sides(const int64_t *size, const int64_t *left, size_t n, size_t m, const hr_rplan_costs *c,
                       hr_rplan_side *side);
-
-/* The side for a URL whose URL set turned out incomplete: the cheaper of
- * LIST and PROBE, as hr_rplan_sides would have costed them. */
-hr_rplan_side hr_rplan_fallback(int64_t left, size_t m, const hr_rplan_costs *c);
 
 /* ---- The friend index: user id -> position in the friend list ---------- */
 

@@ -68,9 +68,11 @@ Test(reading_plan, a_popular_url_is_tested_against_its_set) {
     /* 30 friends: a chunk each at most, and probes are cheaper (120 < 20 + 90 + 15) */
     hr_rplan_sides(size, left, 3, 30, &COSTS, side);
     cr_assert_eq(side[1], HR_RPLAN_PROBE);
-    /* an incomplete set falls back to the cheaper of the others */
-    cr_assert_eq(hr_rplan_fallback(100000, 450, &COSTS), HR_RPLAN_PROBE);
-    cr_assert_eq(hr_rplan_fallback(3000, 450, &COSTS), HR_RPLAN_LIST);
+    /* planned again without URL sets (an incomplete set): probes */
+    hr_rplan_costs no_sets = COSTS;
+    no_sets.set_test = HUGE_VAL;
+    hr_rplan_sides(size, left, 3, 450, &no_sets, side);
+    cr_assert_eq(side[1], HR_RPLAN_PROBE);
 }
 
 Test(reading_plan, popular_urls_share_the_friends_tests) {
@@ -704,6 +706,15 @@ static void url_sets(env *e) {
     cr_assert_eq(st.urls_list + st.urls_probe, 1);
     cr_assert_eq(out[0].n_friends, 19, "and is answered from the list");
     cr_assert_eq(out[0].readers, 39);
+    /* planned again without URL sets: here the friends' sets are cheapest */
+    hr_rplan_costs sets_then_tests = FORCE_SETS;
+    sets_then_tests.friend_test = sets_then_tests.friend_extra = 0;
+    open_reading(e, 30 * DAY, &sets_then_tests);
+    st = ask(e, "me", NULL, 0, urls, 1, out);
+    cr_assert_eq(st.round_trips, 3);
+    cr_assert_eq(st.urls_friends, 1);
+    cr_assert_eq(out[0].n_friends, 19);
+    open_reading(e, 30 * DAY, &FORCE_SETS);
     /* a new reader does not make the set complete: the list holds older ones */
     share(e, "late", true);
     befriend(e, "me", "late");
