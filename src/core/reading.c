@@ -336,8 +336,9 @@ static void user_keys_free(user_keys *u) {
  * set in the same batch, and their entries expire at the same moments
  * (reading_ttl after the read, the keys a ttl after the last read), so they
  * hold the same readers. A store written before URL sets existed has lists
- * whose sets lack the member; friends-reads answers those URLs from the
- * list, until the list empties and starts again. */
+ * whose sets lack the member; friends-reads plans those URLs again without
+ * URL sets (lists, probes or the friends' sets), until the list empties and
+ * starts again. */
 static bool write_ops(hr_reading *r, hr_slice uid, const user_keys *u, pending *p, size_t n,
                       const hr_batch *b, hr_batch *w, int64_t now_ms, hr_read_outcome *out) {
     hr_buf k = HR_BUF_INIT;
