@@ -378,6 +378,8 @@ static int load(int argc, char **argv) {
                    st.graph_s, (double)st.follows / st.graph_s, st.activities_s,
                    (double)st.activities / st.activities_s, st.fanout_s, (unsigned long long)st.fanout_entries,
                    st.fanout_s > 0 ? (double)st.fanout_entries / st.fanout_s : 0.0);
+        }
+        if (status == 0 && hr_store_settles(store)) {
             /* The load leaves RocksDB level-0 files to compact; a server
              * started at once would read through them and share the cores
              * with their compaction (hr_store_settle). */

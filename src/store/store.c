@@ -41,6 +41,8 @@ double hr_store_settle(hr_store *s, double max_s, bool *settled) {
     return waited;
 }
 
+bool hr_store_settles(const hr_store *s) { return s->backend->settle != NULL; }
+
 static bool tl_time_ok(int64_t t) {
     return t >= -HR_TL_TIME_MAX && t <= HR_TL_TIME_MAX;
 }

@@ -146,6 +146,10 @@ int hr_store_ping(hr_store *s, hr_err *err);
  * done (BENCHMARKS.md, feeds: twice the pages per second once settled). */
 double hr_store_settle(hr_store *s, double max_s, bool *settled);
 
+/* Whether the store has background work for hr_store_settle to wait for
+ * (RocksDB's flushes and compactions; Redis has none). */
+bool hr_store_settles(const hr_store *s);
+
 /* Flags for hr_store_exec. */
 enum {
     HR_EXEC_ATOMIC = 1 << 0, /* all writes or none (see above) */
