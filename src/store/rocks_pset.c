@@ -340,6 +340,13 @@ static size_t guess_at(size_t n, uint64_t h, unsigned bits) {
 
 #define WINDOW 32 /* places searched around the guess before the whole chunk */
 
+/* The WINDOW places [*lo, *hi) of a chunk of n hashes around h's guess. */
+static void window_of(size_t n, uint64_t h, unsigned bits, size_t *lo, size_t *hi) {
+    size_t g = guess_at(n, h, bits);
+    *lo = g > WINDOW / 2 ? g - WINDOW / 2 : 0;
+    *hi = *lo + WINDOW < n ? *lo + WINDOW : n;
+}
+
 /* Whether h is in r; *expire_at its expiry when it is. A stored chunk is
  * searched in the WINDOW places around h's guessed place when the hashes at
  * the window's two ends bound h (nearly always: ~90 % in chunks of 400),
@@ -352,8 +359,8 @@ static bool cref_find(const cref *r, uint64_t h, unsigned bits, int64_t *expire_
         *expire_at = r->dec->e[i].expire_at;
         return true;
     }
-    size_t n = r->n, g = guess_at(n, h, bits);
-    size_t lo = g > WINDOW / 2 ? g - WINDOW / 2 : 0, hi = lo + WINDOW < n ? lo + WINDOW : n;
+    size_t n = r->n, lo, hi;
+    window_of(n, h, bits, &lo, &hi);
     const unsigned char *p;
     if ((lo == 0 || be64(r->hs + 8 * (lo - 1)) < h) && (hi == n || be64(r->hs + 8 * hi) > h))
         p = last_at_most(r->hs + 8 * lo, hi - lo, h);
@@ -369,12 +376,13 @@ static bool cref_find(const cref *r, uint64_t h, unsigned bits, int64_t *expire_
  * the searches' loads waiting on memory were most of its time. */
 static void prefetch_guess(const cref *r, uint64_t h, unsigned bits) {
     if (r->dec || r->n == 0) return;
-    size_t g = guess_at(r->n, h, bits);
-    size_t lo = g > WINDOW / 2 ? g - WINDOW / 2 : 0, hi = lo + WINDOW < r->n ? lo + WINDOW : r->n - 1;
+    size_t lo, hi;
+    window_of(r->n, h, bits, &lo, &hi);
+    size_t mid = lo + (hi - lo) / 2;
     __builtin_prefetch(r->hs + 8 * lo); /* the window: its ends and its middle */
-    __builtin_prefetch(r->hs + 8 * g);
-    __builtin_prefetch(r->hs + 8 * hi);
-    if (r->exps) __builtin_prefetch(r->exps + 8 * g);
+    __builtin_prefetch(r->hs + 8 * mid);
+    __builtin_prefetch(r->hs + 8 * (hi - 1));
+    if (r->exps) __builtin_prefetch(r->exps + 8 * mid);
 }
 
 static uint64_t cref_live(const cref *r, int64_t now) {
@@ -627,11 +635,11 @@ int op_pset_test(rx *x, hr_op *op) {
     ckey k;
     ckey_init(&k, op->key, m.version);
     int64_t count = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
+    for (size_t i = 0; i < n; i++) {
         if (refs && i + AHEAD < n) {
-            cref *ahead = &refs[chunk_of(&m, hs[i + AHEAD])];
-            if (!ahead->loaded && (rc = chunk_ref(x, ckey_at(&k, chunk_of(&m, hs[i + AHEAD])), ahead))) break;
-            prefetch_guess(ahead, hs[i + AHEAD], m.bits);
+            uint32_t c = chunk_of(&m, hs[i + AHEAD]);
+            if (!refs[c].loaded && (rc = chunk_ref(x, ckey_at(&k, c), &refs[c]))) break;
+            prefetch_guess(&refs[c], hs[i + AHEAD], m.bits);
         }
         uint32_t c = chunk_of(&m, hs[i]);
         cref one, *r = refs ? &refs[c] : &one;
