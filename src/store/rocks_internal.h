@@ -73,6 +73,7 @@ typedef struct rocks_store {
     rcache *chunk_cache; /* packed-set chunks */
     pthread_mutex_t stripes[ROCKS_STRIPES];
     struct rqueues *queues; /* the queues' in-memory state (rocks_queue.c) */
+    uint64_t open_seq;      /* the DB's latest sequence number when open returned */
 } rocks_store;
 
 /* ------------------------------------------------------------------------ */
