@@ -316,6 +316,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     s->tlc = tlcache_new(opts->tl_hot_keep);
     s->meta_cache = rcache_new(16384, 4096);
     s->chunk_cache = rcache_new(4096, 1u << 16);
+    s->zset_cache = rcache_new(ZC_SLOTS, ZC_MAX_BYTES);
 
     /* LZ4 when this RocksDB has it, else no compression. */
     static const int compressions[] = {rocksdb_lz4_compression, rocksdb_no_compression};
@@ -339,6 +340,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
         tlcache_free(s->tlc);
         rcache_free(s->meta_cache);
         rcache_free(s->chunk_cache);
+        rcache_free(s->zset_cache);
         free(s);
         return rc;
     }
@@ -412,6 +414,7 @@ static void close_(hr_store *hs) {
     tlcache_free(s->tlc);
     rcache_free(s->meta_cache);
     rcache_free(s->chunk_cache);
+    rcache_free(s->zset_cache);
     free(s);
 }
 

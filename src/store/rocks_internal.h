@@ -71,6 +71,7 @@ typedef struct rocks_store {
     tlcache *tlc;
     rcache *meta_cache;  /* metadata records */
     rcache *chunk_cache; /* packed-set chunks */
+    rcache *zset_cache;  /* whole small sorted sets on disk (rocks_zcache.c) */
     pthread_mutex_t stripes[ROCKS_STRIPES];
     struct rqueues *queues; /* the queues' in-memory state (rocks_queue.c) */
     uint64_t open_seq;      /* the DB's latest sequence number when open returned */
@@ -197,6 +198,12 @@ typedef struct rx {
      * their decoded forms (rx_aux) are written once each, by pset_flush. */
     hr_slice *pset_dirty;
     size_t pset_ndirty, pset_dirty_cap;
+    /* Whole sorted sets (rocks_zcache.c): the on-disk sets the batch wrote
+     * (keys in mem, repeats allowed), and what it read whole to offer. */
+    hr_slice *zc_written;
+    size_t zc_nwritten, zc_written_cap;
+    hr_slice *zc_offers; /* key, value, key, value... (in mem) */
+    size_t zc_noffers, zc_offers_cap;
     hr_buf tlkey;      /* scratch for time-list keys (rocks_tl.c) */
     struct qbatch *qb; /* the queue changes to apply after the commit (rocks_queue.c) */
     /* Sets kept in memory (rocks_zmem.c): the entries the batch holds, its
@@ -307,6 +314,12 @@ void rcache_write_begin(rcache *c, hr_slice key);
 void rcache_write_end(rcache *c, hr_slice key, bool ok, bool found, hr_slice raw, uint64_t stamp);
 /* How many records the cache holds (tests). */
 size_t rcache_count(rcache *c);
+/* The value cached for key, copied into mem, if it is the one a batch whose
+ * rx.seq is seq sees (not in flux, stamped <= seq); else false. */
+bool rcache_take(rcache *c, hr_slice key, uint64_t seq, hr_arena *mem, hr_slice *val);
+/* Offer val, read at a snapshot taken just after seq, unless a write has
+ * stamped key's slot past seq or is under way (too large: ignored). */
+void rcache_offer(rcache *c, hr_slice key, hr_slice val, uint64_t seq);
 /* Put the record of key in cf (CF_META, or CF_SUB for a packed-set chunk)
  * into the view from the cache when the rules allow; true if it did. Else
  * the record, once read from the DB, is offered to the cache at the end. */
@@ -402,6 +415,23 @@ void zi_spill(rx *x, hr_slice key, rmeta *m);
 /* zs_scan's walk over inline entries: the same bounds, cursor and visits. */
 void zi_walk(hr_arena *mem, hr_slice all, bool reverse, double min, double max, const hr_slice *after,
              zs_visit visit, void *ctx);
+/* Append an entry in the inline layout. */
+void zi_append(hr_buf *out, uint64_t enc, hr_slice member);
+
+/* Whole small sorted sets on disk, cached (rocks_zcache.c): the cache's
+ * slots, and the largest set it keeps (its version and entries). */
+#define ZC_SLOTS 2048
+#define ZC_MAX_BYTES (64u << 10)
+/* Whole small sorted sets on disk, cached (rocks_zcache.c). zc_scan is
+ * zs_scan for the set (key, m), answered from the cache when it may be; a
+ * read of the whole set is offered to it. zc_note_write: the batch writes
+ * the set's entries (zs_write, zs_remove). Around the commit, as the record
+ * cache's rx_cache_before_write / _after_write (and called by them). */
+int zc_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, double max, const hr_slice *after,
+            zs_visit visit, void *ctx);
+void zc_note_write(rx *x, hr_slice key);
+void zc_before_write(rx *x);
+void zc_after_write(rx *x, bool ok, bool wrote, uint64_t stamp);
 
 /* Remove up to limit entries of a scan from the collection (key, m) and
  * subtract them from m->size (the caller writes m); *removed is how many. */

@@ -142,6 +142,7 @@ int zs_member(rx *x, hr_slice key, uint64_t version, hr_slice member, bool *foun
 void zs_write(rx *x, hr_slice key, uint64_t version, hr_slice member, bool had_old, uint64_t old_enc,
               uint64_t enc) {
     if (had_old && old_enc == enc) return;
+    zc_note_write(x, key);
     hr_buf k = HR_BUF_INIT;
     if (had_old) {
         index_key(&k, key, version, old_enc, member);
@@ -159,6 +160,7 @@ void zs_write(rx *x, hr_slice key, uint64_t version, hr_slice member, bool had_o
 }
 
 void zs_remove(rx *x, hr_slice key, uint64_t version, hr_slice member, uint64_t enc) {
+    zc_note_write(x, key);
     hr_buf k = HR_BUF_INIT;
     index_key(&k, key, version, enc, member);
     rx_del(x, CF_ZINDEX, hr_buf_slice(&k));
@@ -458,7 +460,7 @@ static int zscan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, 
         return 0;
     }
     if (m->zflags & ZF_MEM) return zm_scan(x, key, m, reverse, min, max, after, visit, ctx);
-    return zs_scan(x, key, m->version, reverse, min, max, after, visit, ctx);
+    return zc_scan(x, key, m, reverse, min, max, after, visit, ctx);
 }
 
 int zs_remove_range(rx *x, hr_slice key, rmeta *m, bool reverse, double min, double max, size_t limit,

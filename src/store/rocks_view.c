@@ -483,6 +483,25 @@ void rcache_write_end(rcache *c, hr_slice key, bool ok, bool found, hr_slice raw
     pthread_mutex_unlock(lock);
 }
 
+bool rcache_take(rcache *c, hr_slice key, uint64_t seq, hr_arena *mem, hr_slice *val) {
+    uint64_t h;
+    pthread_mutex_t *lock;
+    rslot *sl = slot_lock(c, key, &h, &lock);
+    bool usable = slot_holds(sl, h, key) && sl->state == V_VALUE && sl->influx == 0 && sl->stamp <= seq;
+    if (usable) *val = hr_arena_copy(mem, hr_slice_of(sl->blob + sl->klen, sl->vlen));
+    pthread_mutex_unlock(lock);
+    return usable;
+}
+
+void rcache_offer(rcache *c, hr_slice key, hr_slice val, uint64_t seq) {
+    if (val.len > c->max_value) return;
+    uint64_t h;
+    pthread_mutex_t *lock;
+    rslot *sl = slot_lock(c, key, &h, &lock);
+    if (sl->influx == 0 && sl->watermark <= seq) slot_fill(sl, h, key, true, val, seq);
+    pthread_mutex_unlock(lock);
+}
+
 size_t rcache_count(rcache *c) {
     size_t n = 0;
     for (size_t i = 0; i < c->nslots; i++) {
@@ -551,6 +570,7 @@ void rx_cache_before_write(rx *x) {
     }
     for (size_t i = 0; i < x->pset_ndirty; i++)
         rcache_write_begin(x->s->chunk_cache, x->pset_dirty[i]);
+    zc_before_write(x);
 }
 
 /* A batch offers the chunk cache at most its slots / OFFER_SHARE of the
@@ -565,6 +585,7 @@ void rx_cache_before_write(rx *x) {
 
 void rx_cache_after_write(rx *x, bool ok, bool wrote) {
     uint64_t stamp = ok && wrote ? rocksdb_get_latest_sequence_number(x->s->db) : 0;
+    zc_after_write(x, ok, wrote, stamp);
     size_t chunk_offers_left = x->s->chunk_cache->nslots / OFFER_SHARE;
     for (size_t i = 0; wrote && i < x->pset_ndirty; i++) {
         hr_slice k = x->pset_dirty[i], v = {0};

@@ -49,7 +49,7 @@ static int entry_cmp(uint64_t enc, hr_slice member, uint64_t enc2, hr_slice memb
     return hr_slice_cmp(member, member2);
 }
 
-static void entry_append(hr_buf *out, uint64_t enc, hr_slice member) {
+void zi_append(hr_buf *out, uint64_t enc, hr_slice member) {
     append_u64(out, enc);
     hr_buf_append_byte(out, (uint8_t)(member.len >> 8));
     hr_buf_append_byte(out, (uint8_t)member.len);
@@ -85,12 +85,12 @@ hr_slice zi_with(hr_arena *mem, hr_slice all, hr_slice member, bool removed, uin
     while (entry_next(all, &pos, &e, &m)) {
         if (hr_slice_eq(m, member)) continue; /* its old place */
         if (!placed && entry_cmp(enc, member, e, m) < 0) {
-            entry_append(&out, enc, member);
+            zi_append(&out, enc, member);
             placed = true;
         }
-        entry_append(&out, e, m);
+        zi_append(&out, e, m);
     }
-    if (!placed) entry_append(&out, enc, member);
+    if (!placed) zi_append(&out, enc, member);
     hr_slice copy = hr_arena_copy(mem, hr_buf_slice(&out));
     hr_buf_free(&out);
     return copy;
