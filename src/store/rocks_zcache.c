@@ -64,15 +64,15 @@ static void offer_later(rx *x, hr_slice key, hr_slice value) {
 
 int zc_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, double max, const hr_slice *after,
             zs_visit visit, void *ctx) {
-    bool small = m->size <= ZC_MAX_MEMBERS && !x->dirty;
+    bool cacheable = m->size <= ZC_MAX_MEMBERS && !x->dirty;
     hr_slice cached;
-    if (small && rcache_take(x->s->zset_cache, key, x->seq, &x->mem, &cached) &&
+    if (cacheable && rcache_take(x->s->zset_cache, key, x->seq, &x->mem, &cached) &&
         cached.len >= ZC_VERSION_BYTES && load_u64(cached.ptr) == m->version) {
         zi_walk(&x->mem, hr_slice_of(cached.ptr + ZC_VERSION_BYTES, cached.len - ZC_VERSION_BYTES), reverse, min,
                 max, after, visit, ctx);
         return 0;
     }
-    if (!small || after != NULL || min != -INFINITY || max != INFINITY)
+    if (!cacheable || after != NULL || min != -INFINITY || max != INFINITY)
         return zs_scan(x, key, m->version, reverse, min, max, after, visit, ctx);
     /* The whole set is read: copy it as it goes, in ascending order. */
     tee t = {.visit = visit, .ctx = ctx};
