@@ -579,9 +579,14 @@ void rx_cache_before_write(rx *x) {
  * and offering them all copied ~48 MB a query into slots that the same
  * batch then evicted (the copies and their page faults were ~20 % of its
  * CPU; with the cap its CPU went from 37-39 to 33 ms on BENCHMARKS.md's
- * small store). Metadata records are small and their cache 4x larger: no
+ * small store). An eighth still copied 512 chunks (3 MB) a zipf-feed query
+ * of a 450-friend user, most of them evicted by the next query's: copying
+ * the offers was ~6 % of its CPU, and a thirty-second took 13.8 -> 12.9 ms
+ * (median of 5 alternated runs; the worst case unchanged within its
+ * noise). A query of a few dozen chunks (stories' unseen) offers them all
+ * either way. Metadata records are small and their cache 4x larger: no
  * cap. */
-#define OFFER_SHARE 8
+#define OFFER_SHARE 32
 
 void rx_cache_after_write(rx *x, bool ok, bool wrote) {
     uint64_t stamp = ok && wrote ? rocksdb_get_latest_sequence_number(x->s->db) : 0;
