@@ -577,6 +577,18 @@ static int prefetch(rx *x) {
     int rc = rx_prefetch(x, p.n, p.cfs, p.keys);
     if (rc) return rc;
 
+    /* Room in the view for the chunks the packed-set ops will plan, at once. */
+    size_t chunks = 0;
+    for (size_t i = 0; i < b->len; i++) {
+        const hr_op *op = &b->ops[i];
+        rmeta m;
+        bool pset = op->type == HR_OP_PSET_ADD || op->type == HR_OP_PSET_REM || op->type == HR_OP_PSET_TEST ||
+                    op->type == HR_OP_PSET_CARD;
+        if (op->result.rc == HR_OK && pset && rx_meta(x, op->key, &m) == 0)
+            chunks += pset_plan_size(x, op, &m);
+    }
+    rx_view_reserve(x, chunks);
+
     p.n = 0;
     hr_buf k = HR_BUF_INIT;
     for (size_t i = 0; i < b->len; i++) {

@@ -685,6 +685,13 @@ static void plan_chunk(rx *x, rplan *p, hr_slice k) {
     if (!rx_cached(x, CF_SUB, k)) rplan_add(x, p, CF_SUB, hr_arena_copy(&x->mem, k));
 }
 
+size_t pset_plan_size(const rx *x, const hr_op *op, const rmeta *m) {
+    if (!meta_alive(m, x->now) || m->type != T_PSET || m->size == 0) return 0;
+    size_t nc = (size_t)1 << m->bits;
+    if (op->type == HR_OP_PSET_TEST) return op->n_u64s < nc ? op->n_u64s : nc;
+    return op->type == HR_OP_PSET_CARD ? nc : 1;
+}
+
 void pset_plan(rx *x, const hr_op *op, const rmeta *m, rplan *p) {
     if (!meta_alive(m, x->now) || m->type != T_PSET || m->size == 0) return;
     uint32_t nc = 1u << m->bits;

@@ -69,8 +69,8 @@ static vent *slot_for(vent *tab, size_t cap, uint64_t h, int cf, hr_slice key) {
     }
 }
 
-static void grow(rx *x) {
-    size_t cap = x->tab_cap ? x->tab_cap * 2 : 16;
+/* Rehash the table into cap slots (a power of two above twice its entries). */
+static void rehash(rx *x, size_t cap) {
     vent *tab = hr_xcalloc(cap, sizeof *tab);
     for (size_t i = 0; i < x->tab_cap; i++) {
         vent *e = &x->tab[i];
@@ -80,6 +80,17 @@ static void grow(rx *x) {
     free(x->tab);
     x->tab = tab;
     x->tab_cap = cap;
+}
+
+static void grow(rx *x) {
+    rehash(x, x->tab_cap ? x->tab_cap * 2 : 16);
+}
+
+void rx_view_reserve(rx *x, size_t more) {
+    size_t cap = x->tab_cap ? x->tab_cap : 16;
+    while ((x->tab_len + more + 1) * 2 > cap)
+        cap *= 2;
+    if (cap > x->tab_cap) rehash(x, cap);
 }
 
 /* The entry of (cf, key); with insert, created (V_EMPTY) when missing. The
