@@ -806,6 +806,18 @@ static void assert_ranking(hr_store *s, hr_slice z, const double *score, const b
     free(order);
 }
 
+/* Members m0000.. m<first-1> with scores i % mod, added to z in one batch
+ * (b, reset first) and to the model assert_ranking reads. */
+static void model_fill(hr_store *s, hr_batch *b, hr_slice z, double *score, bool *live, int first, int mod) {
+    hr_batch_reset(b);
+    for (int i = 0; i < first; i++) {
+        score[i] = (double)(i % mod);
+        live[i] = true;
+        hr_zadd(b, z, score[i], Mf("m%04ld", i));
+    }
+    exec(s, b);
+}
+
 STORE_TEST(zset_ranking_under_moves) {
     /* A ranking: 1200 members, then many score changes concentrated on a
      * few (as votes are), removals and new members; the order, read by
@@ -816,12 +828,7 @@ STORE_TEST(zset_ranking_under_moves) {
     double score[N] = {0};
     bool live[N] = {0};
     hr_batch *b = hr_batch_new();
-    for (int i = 0; i < FIRST; i++) {
-        score[i] = (double)(i % 7);
-        live[i] = true;
-        hr_zadd(b, z, score[i], Mf("m%04ld", i));
-    }
-    exec(s, b);
+    model_fill(s, b, z, score, live, FIRST, 7);
     assert_ranking(s, z, score, live, N);
     unsigned r = 12345;
     for (int round = 0; round < 30; round++) {
@@ -862,12 +869,7 @@ STORE_TEST(zset_whole_reads_follow_changes) {
     double score[N] = {0};
     bool live[N] = {0};
     hr_batch *b = hr_batch_new();
-    for (int i = 0; i < FIRST; i++) {
-        score[i] = (double)(i % 5);
-        live[i] = true;
-        hr_zadd(b, z, score[i], Mf("m%04ld", i));
-    }
-    exec(s, b);
+    model_fill(s, b, z, score, live, FIRST, 5);
     hr_zrange_spec whole = hr_zrange_all(false, 1000), whole_rev = hr_zrange_all(true, 1000);
     for (int round = 0; round < 20; round++) {
         for (int twice = 0; twice < 2; twice++) { /* the second reads from the cache */
