@@ -423,10 +423,7 @@ void zi_walk(hr_arena *mem, hr_slice all, bool reverse, double min, double max, 
 void zi_append(hr_buf *out, uint64_t enc, hr_slice member);
 
 /* Whole small sorted sets on disk, cached (rocks_zcache.c): the cache's
- * slots, and the largest set it keeps (its version and entries). */
-#define ZC_SLOTS 2048
-#define ZC_MAX_BYTES (64u << 10)
-/* Whole small sorted sets on disk, cached (rocks_zcache.c). zc_scan is
+ * slots, and the largest set it keeps (its version and entries). zc_scan is
  * zs_scan for the set (key, m), answered from the cache when it may be; a
  * read of the whole set is offered to it. zc_note_write: the batch writes
  * the set's entries (zs_write, zs_remove). Around the commit, as the record
@@ -436,6 +433,8 @@ int zc_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, doubl
 void zc_note_write(rx *x, hr_slice key);
 void zc_before_write(rx *x);
 void zc_after_write(rx *x, bool ok, bool wrote, uint64_t stamp);
+#define ZC_SLOTS 2048
+#define ZC_MAX_BYTES (64u << 10)
 
 /* Remove up to limit entries of a scan from the collection (key, m) and
  * subtract them from m->size (the caller writes m); *removed is how many. */
