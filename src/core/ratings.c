@@ -10,6 +10,7 @@
 
 #include "common/alloc.h"
 #include "common/buf.h"
+#include "core/rank_merge.h"
 
 #define LOCK_STRIPES 256  /* a power of two */
 #define ID_MAX 128        /* identifiers (API.md) */
@@ -518,8 +519,11 @@ int hr_ratings_top_rated(hr_ratings *r, hr_slice subject, const hr_list_req *req
     hr_zrange_spec spec = hr_zrange_all(true, HR_TOP_RATED_SCAN);
     spec.min = cur.min;
 
-    hr_buf k = HR_BUF_INIT, top = HR_BUF_INIT;
-    hr_stories_rank_key(r->stories, HR_RANK_TOP, &top);
+    hr_buf k = HR_BUF_INIT, top[HR_RANK_SHARDS];
+    for (unsigned i = 0; i < HR_RANK_SHARDS; i++) {
+        top[i] = (hr_buf)HR_BUF_INIT;
+        hr_stories_rank_key(r->stories, HR_RANK_TOP, i, &top[i]);
+    }
     hr_batch *b = hr_batch_new(), *sb = hr_batch_new();
     size_t op = hr_zrange(b, subject_key(&k, r, subject), &spec);
     rc = hr_store_exec(r->store, b, 0, err);
@@ -529,7 +533,8 @@ int hr_ratings_top_rated(hr_ratings *r, hr_slice subject, const hr_list_req *req
     ranked *items = NULL;
     if (rc == HR_OK && res->n_entries) {
         for (size_t i = 0; i < res->n_entries; i++)
-            hr_zscore(sb, hr_buf_slice(&top), res->entries[i].member); /* op i */
+            hr_zscore(sb, hr_buf_slice(&top[hr_stories_rank_shard(res->entries[i].member)]),
+                      res->entries[i].member); /* op i */
         rc = hr_store_exec(r->store, sb, 0, err);
         items = hr_arena_alloc(a, res->n_entries * sizeof *items);
         for (size_t i = 0; rc == HR_OK && i < res->n_entries; i++) {
@@ -566,7 +571,8 @@ int hr_ratings_top_rated(hr_ratings *r, hr_slice subject, const hr_list_req *req
     hr_batch_free(sb);
     hr_batch_free(b);
     hr_buf_free(&k);
-    hr_buf_free(&top);
+    for (unsigned i = 0; i < HR_RANK_SHARDS; i++)
+        hr_buf_free(&top[i]);
     return rc;
 }
 
@@ -616,19 +622,25 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
     if (rc != HR_OK) return rc;
     spec.min = -INFINITY; /* since does not apply: every story is a candidate */
 
-    hr_buf rank = HR_BUF_INIT, rated = HR_BUF_INIT, seen = HR_BUF_INIT;
-    hr_stories_rank_key(r->stories, kind, &rank);
+    hr_buf rank[HR_RANK_SHARDS], rated = HR_BUF_INIT, seen = HR_BUF_INIT;
+    hr_slice rank_keys[HR_RANK_SHARDS];
+    for (unsigned i = 0; i < HR_RANK_SHARDS; i++) {
+        rank[i] = (hr_buf)HR_BUF_INIT;
+        hr_stories_rank_key(r->stories, kind, i, &rank[i]);
+        rank_keys[i] = hr_buf_slice(&rank[i]);
+    }
+    hr_rank_merge *ranking = hr_rank_merge_new(rank_keys, HR_RANK_SHARDS, &spec);
     subject_key(&rated, r, subject);
     seen_key(&seen, r, subject);
     ranked *found = hr_arena_alloc(a, req->limit * sizeof *found);
     size_t n_found = 0, scanned = 0;
     size_t window = 2 * req->limit > WINDOW_MIN ? 2 * req->limit : WINDOW_MIN;
     bool use_set = false; /* test against the seen set, not the ratings */
-    /* Candidates read and not tested yet (entries of the window batches,
-     * which live until the end). */
+    /* Candidates taken from the ranking and not tested yet. */
     const hr_zentry **cand = NULL;
     size_t n_cand = 0, cap_cand = 0;
-    hr_batch **windows = NULL;
+    hr_zentry last = {0};
+    hr_batch **windows = NULL; /* the merge's entries point into them */
     size_t n_windows = 0;
     hr_batch *sb = hr_batch_new();
 
@@ -636,16 +648,17 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
         hr_batch *b = hr_batch_new();
         windows = hr_xrealloc(windows, (n_windows + 1) * sizeof *windows);
         windows[n_windows++] = b;
-        spec.limit = window < WINDOW_MAX ? window : WINDOW_MAX;
-        if (spec.limit > HR_UNSEEN_SCAN - scanned) spec.limit = HR_UNSEEN_SCAN - scanned;
-        size_t op = hr_zrange(b, hr_buf_slice(&rank), &spec);
+        size_t want = window < WINDOW_MAX ? window : WINDOW_MAX;
+        if (want > HR_UNSEEN_SCAN - scanned) want = HR_UNSEEN_SCAN - scanned;
+        hr_rank_merge_plan(ranking, b, want);
         /* With the first window: how many the subject has rated, and how
          * many its seen set holds. */
         size_t card_op = round == 0 ? hr_zcard(b, hr_buf_slice(&rated)) : 0;
         size_t pcard_op = round == 0 ? hr_pset_card(b, hr_buf_slice(&seen)) : 0;
         rc = hr_store_exec(r->store, b, 0, err);
-        const hr_result *res = rc == HR_OK ? hr_batch_result(b, op) : NULL;
-        if (res && res->rc != HR_OK) rc = op_error(res, err, "ranking");
+        const hr_zentry *got = NULL;
+        size_t n_got = 0;
+        if (rc == HR_OK) rc = hr_rank_merge_take(ranking, b, &got, &n_got, &last, err);
         if (rc == HR_OK && round == 0) {
             int64_t n_rated = hr_batch_result(b, card_op)->num, n_set = hr_batch_result(b, pcard_op)->num;
             use_set = (size_t)n_rated >= r->seen_min;
@@ -655,20 +668,15 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
             if (use_set && n_set < n_rated) rc = seen_rebuild(r, subject, a, err);
         }
         if (rc != HR_OK) break;
-        if (n_cand + res->n_entries > cap_cand) {
-            cap_cand = 2 * (n_cand + res->n_entries);
+        if (n_cand + n_got > cap_cand) {
+            cap_cand = 2 * (n_cand + n_got);
             cand = hr_xrealloc(cand, cap_cand * sizeof *cand);
         }
-        for (size_t i = 0; i < res->n_entries; i++)
-            cand[n_cand++] = &res->entries[i];
-        scanned += res->n_entries;
-        const hr_zentry *last = res->n_entries ? &res->entries[res->n_entries - 1] : NULL;
-        bool more = res->more && scanned < HR_UNSEEN_SCAN;
-        if (last) {
-            spec.has_cursor = true;
-            spec.cursor_score = last->score;
-            spec.cursor_member = last->member; /* hr_zrange copies it */
-        }
+        for (size_t i = 0; i < n_got; i++)
+            cand[n_cand++] = &got[i];
+        scanned += n_got;
+        bool ranking_more = hr_rank_merge_more(ranking);
+        bool more = ranking_more && scanned < HR_UNSEEN_SCAN;
         /* A test of the seen set reads all its chunks however few members
          * it tests (a subject with that many ratings has seen much of the
          * top), so test a first window only together with a bigger one. */
@@ -693,9 +701,11 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
         rc = hr_store_exec(r->store, sb, 0, err);
         const hr_result *tested = rc == HR_OK && use_set ? hr_batch_result(sb, 0) : NULL;
         if (tested && tested->rc != HR_OK) rc = op_error(tested, err, "seen set");
-        bool full = false;
-        for (size_t i = 0; rc == HR_OK && i < n_cand && !full; i++) {
-            const hr_zentry *e = cand[i];
+        /* The candidates come in no particular order (rank_merge.h): keep
+         * the unseen ones, then put in order the first of them that the
+         * page still has room for. */
+        size_t n_unseen = 0;
+        for (size_t i = 0; rc == HR_OK && i < n_cand; i++) {
             bool is_seen;
             if (use_set) {
                 is_seen = tested->value.ptr[i] != 0;
@@ -704,18 +714,24 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
                 if (z->rc != HR_OK && z->rc != HR_ENOTFOUND) rc = op_error(z, err, "ratings");
                 is_seen = z->rc == HR_OK;
             }
-            if (rc != HR_OK || is_seen || !id_like(e->member)) continue;
+            if (!is_seen && id_like(cand[i]->member)) cand[n_unseen++] = cand[i];
+        }
+        hr_rank_first(cand, n_unseen, req->limit - n_found);
+        bool full = false;
+        for (size_t i = 0; rc == HR_OK && i < n_unseen && !full; i++) {
+            const hr_zentry *e = cand[i];
             found[n_found] = (ranked){.score = e->score};
             memcpy(found[n_found].id, e->member.ptr, HR_STORY_ID_LEN);
             found[n_found].id[HR_STORY_ID_LEN] = '\0';
             full = ++n_found == req->limit;
-            if (full && (i + 1 < n_cand || res->more))
+            /* A cursor when anything ranks after the page's last item. */
+            if (full && (ranking_more || hr_rank_before(e, &last)))
                 out->next_cursor = hr_list_cursor(a, e->score, e->member);
         }
         n_cand = 0;
-        if (rc != HR_OK || full || !res->more) break;
+        if (rc != HR_OK || full || !ranking_more) break;
         if (scanned >= HR_UNSEEN_SCAN) { /* answered short; the cursor goes on */
-            out->next_cursor = hr_list_cursor(a, last->score, last->member);
+            out->next_cursor = hr_list_cursor(a, last.score, last.member);
             break;
         }
         /* The next window: twice what the unseen rate so far says the rest
@@ -723,9 +739,9 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
          * window with nothing unseen says little about the rate, and every
          * entry read costs: its copy, its test). */
         double rate = (double)(n_found + 1) / (double)(scanned + 1);
-        double want = 2.0 * (double)(req->limit - n_found) / rate;
+        double want_next = 2.0 * (double)(req->limit - n_found) / rate;
         size_t cap = 4 * window < WINDOW_MAX ? 4 * window : WINDOW_MAX;
-        window = want < (double)window ? window : want > (double)cap ? cap : (size_t)want;
+        window = want_next < (double)window ? window : want_next > (double)cap ? cap : (size_t)want_next;
     }
     if (rc == HR_OK) {
         const char *cursor = out->next_cursor;
@@ -733,11 +749,13 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
         out->next_cursor = cursor;
     }
     hr_batch_free(sb);
+    hr_rank_merge_free(ranking);
     for (size_t i = 0; i < n_windows; i++)
         hr_batch_free(windows[i]);
     free(windows);
     free(cand);
-    hr_buf_free(&rank);
+    for (unsigned i = 0; i < HR_RANK_SHARDS; i++)
+        hr_buf_free(&rank[i]);
     hr_buf_free(&rated);
     hr_buf_free(&seen);
     return rc;

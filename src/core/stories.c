@@ -87,15 +87,23 @@ static hr_slice recent_key(hr_buf *k, const hr_stories *s) {
     return hr_buf_slice(k);
 }
 
-void hr_stories_rank_key(const hr_stories *s, hr_rank_kind kind, hr_buf *k) {
-    hr_buf_append_byte(k, '{');
-    hr_buf_append_str(k, s->ns);
-    hr_buf_append_str(k, kind == HR_RANK_HOT ? "rank}/hot" : "rank}/top");
+unsigned hr_stories_rank_shard(hr_slice id) {
+    return (unsigned)(XXH3_64bits(id.ptr, id.len) % HR_RANK_SHARDS);
 }
 
-static hr_slice rank_key(hr_buf *k, const hr_stories *s, hr_rank_kind kind) {
+void hr_stories_rank_key(const hr_stories *s, hr_rank_kind kind, unsigned shard, hr_buf *k) {
+    char part[16];
+    snprintf(part, sizeof part, "rank/%u}", shard);
+    hr_buf_append_byte(k, '{');
+    hr_buf_append_str(k, s->ns);
+    hr_buf_append_str(k, part);
+    hr_buf_append_str(k, kind == HR_RANK_HOT ? "/hot" : "/top");
+}
+
+/* The key of the shard of a ranking that holds story id. */
+static hr_slice rank_key(hr_buf *k, const hr_stories *s, hr_rank_kind kind, hr_slice id) {
     hr_buf_clear(k);
-    hr_stories_rank_key(s, kind, k);
+    hr_stories_rank_key(s, kind, hr_stories_rank_shard(id), k);
     return hr_buf_slice(k);
 }
 
@@ -241,7 +249,7 @@ static bool has_url(const hr_story *st, hr_slice canon) {
 size_t hr_stories_fill_ops(const hr_stories *s, hr_batch *b, hr_slice id) {
     hr_buf k = HR_BUF_INIT;
     size_t first = hr_get(b, meta_key(&k, s, id));
-    hr_zscore(b, rank_key(&k, s, HR_RANK_TOP), id);
+    hr_zscore(b, rank_key(&k, s, HR_RANK_TOP, id), id);
     hr_buf_free(&k);
     return first;
 }
@@ -356,7 +364,7 @@ int hr_stories_find(hr_stories *s, hr_slice url, bool with_content, hr_arena *a,
 
 size_t hr_stories_vote_op(const hr_stories *s, hr_batch *b, hr_slice id, int64_t delta) {
     hr_buf k = HR_BUF_INIT;
-    size_t op = hr_zincr(b, rank_key(&k, s, HR_RANK_TOP), (double)delta, id);
+    size_t op = hr_zincr(b, rank_key(&k, s, HR_RANK_TOP, id), (double)delta, id);
     hr_buf_free(&k);
     return op;
 }
@@ -366,7 +374,7 @@ hr_vote hr_stories_vote_ops(const hr_stories *s, hr_batch *b, hr_slice id, int64
     hr_vote v = {.op = hr_stories_vote_op(s, b, id, delta), .guess = known_sum + delta};
     if (hr_store_batches_atomic(s->store)) {
         hr_buf k = HR_BUF_INIT;
-        hr_zadd(b, rank_key(&k, s, HR_RANK_HOT), hr_rank_hot(v.guess, time_ms), id);
+        hr_zadd(b, rank_key(&k, s, HR_RANK_HOT, id), hr_rank_hot(v.guess, time_ms), id);
         hr_buf_free(&k);
         v.hot_written = true;
     }
@@ -394,8 +402,8 @@ hr_vote hr_stories_vote_ops(const hr_stories *s, hr_batch *b, hr_slice id, int64
  * writer skips settle_hot; otherwise the writer runs rounds as above. */
 int hr_stories_settle_hot(hr_stories *s, hr_slice id, int64_t time_ms, int64_t sum, hr_err *err) {
     hr_buf top = HR_BUF_INIT, hot = HR_BUF_INIT;
-    rank_key(&top, s, HR_RANK_TOP);
-    rank_key(&hot, s, HR_RANK_HOT);
+    rank_key(&top, s, HR_RANK_TOP, id);
+    rank_key(&hot, s, HR_RANK_HOT, id);
     hr_batch *b = hr_batch_new();
     int rc = HR_OK;
     bool settled = false;

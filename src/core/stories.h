@@ -27,8 +27,9 @@
  *   {NSsu/HASH16}      value  the story id of a canonical URL (the first URL
  *                             and every alias), HASH16 = hex hr_url_hash
  *   {NSstories/recent} zset   member ID, score = story time (ms)
- *   {NSrank}/top       zset   member ID, score = sum of ratings
- *   {NSrank}/hot       zset   member ID, score = hr_rank_hot(sum, time)
+ *   {NSrank/K}/top     zset   member ID, score = sum of ratings, for the
+ *                             stories of shard K (0..HR_RANK_SHARDS-1)
+ *   {NSrank/K}/hot     zset   member ID, score = hr_rank_hot(sum, time)
  *
  * Metadata record (big-endian):
  *
@@ -46,11 +47,19 @@
  * unrated stories are in it and "unseen" finds them. Its score changes only
  * by hr_zincr (atomic: concurrent votes never lose one). "hot" is a
  * function of (sum, story time) that never decays by itself (core/rank.h),
- * so it is stored and rewritten only when the sum changes. The two zsets
- * share one hash tag ({NSrank}) so that writing hot and re-reading the sum
- * is one atomic batch (hr_stories_settle_hot explains why that converges).
- * The price: both rankings live on one Redis node; each is a single key,
- * hot in the way the seed's ranking table would be, either way.
+ * so it is stored and rewritten only when the sum changes. A story's two
+ * entries share one hash tag ({NSrank/K}) so that writing hot and
+ * re-reading the sum is one atomic batch (hr_stories_settle_hot explains
+ * why that converges).
+ *
+ * Why shards (K = hr_stories_rank_shard(ID), a hash of the id): every vote
+ * writes a ranking, and a store serialises the writes of one key (RocksDB
+ * holds the key's lock through the commit; Redis runs one node's commands
+ * one at a time). With one ranking, the votes of two threads on different
+ * stories queued behind each other: 2 threads upserted 18 000 ratings/s,
+ * no more than 1. With HR_RANK_SHARDS of them, two votes wait for each
+ * other only when their stories share a shard. Readers of the whole order
+ * read every shard in one batch and merge (core/rank_merge.h).
  *
  * Concurrency: metadata is read-modify-write (adding a URL). In one process
  * a striped mutex per story id serialises those, and creates of one URL.
@@ -71,7 +80,7 @@
  *   find (url)  1 when the URL is the story's first, 2 through an alias
  *   add_url     2 (1 when the URL is already the story's and no switch)
  *   recent      2 (a range read, a multi-get of metadata + scores)
- *   settle_hot  1 (an atomic batch on the {rank} slot), more only while
+ *   settle_hot  1 (an atomic batch on the story's {rank/K} slot), more only while
  *               other votes of the same story land at the same moment */
 #ifndef HR_STORIES_H
 #define HR_STORIES_H
@@ -88,6 +97,7 @@
 #include "store/store.h"
 
 #define HR_STORY_ID_LEN 16                 /* hex digits */
+#define HR_RANK_SHARDS 8                   /* sorted sets per ranking (see above) */
 #define HR_STORY_URLS_MAX 64               /* URLs of one story */
 #define HR_STORY_CONTENT_MAX (256u * 1024) /* default of story_content_max */
 #define HR_TIME_MAX_MS 253402300799999LL   /* 9999-12-31T23:59:59.999Z */
@@ -169,8 +179,10 @@ int hr_stories_recent(hr_stories *s, const hr_list_req *req, hr_arena *a, hr_sto
 
 /* ---- For core/ratings.c: the pieces of a vote and of story lists ---- */
 
-/* Append the key of a ranking to k. */
-void hr_stories_rank_key(const hr_stories *s, hr_rank_kind kind, hr_buf *k);
+/* The shard of the rankings that holds story id (0..HR_RANK_SHARDS-1). */
+unsigned hr_stories_rank_shard(hr_slice id);
+/* Append the key of shard `shard` of a ranking to k. */
+void hr_stories_rank_key(const hr_stories *s, hr_rank_kind kind, unsigned shard, hr_buf *k);
 
 /* Add to b the ops that read story id's list fields (metadata and score);
  * returns the index of the first. Read the result with hr_stories_fill_result. */

@@ -79,7 +79,7 @@ static int64_t rate(env *e, const char *subject, const char *object, int score, 
 /* The score and the stored hot score of a story, read from the rankings. */
 static double zscore(env *e, hr_rank_kind kind, const char *id) {
     hr_buf k = HR_BUF_INIT;
-    hr_stories_rank_key(e->stories, kind, &k);
+    hr_stories_rank_key(e->stories, kind, hr_stories_rank_shard(hr_slice_str(id)), &k);
     hr_batch *b = hr_batch_new();
     size_t op = hr_zscore(b, hr_buf_slice(&k), hr_slice_str(id));
     cr_assert_eq(hr_store_exec(e->t.store, b, 0, NULL), HR_OK);
