@@ -104,7 +104,9 @@
  *                HR_TOP_RATED_SCAN of them), one batch of their stories'
  *                sums, sorted in memory; then the page's stories
  *   unseen       2 per window + 1: a window of the ranking (descending
- *                from the cursor), one batch of membership tests; windows
+ *                from the cursor: one range read of each of its
+ *                HR_RANK_SHARDS shards, merged by core/rank_merge), one
+ *                batch of membership tests; windows
  *                start at max(2*limit, 64) entries, and each next one is
  *                twice what the unseen rate seen so far says the rest of
  *                the page needs (at most 4x the last, up to 10,000), until
@@ -117,8 +119,10 @@
  *                chunk of the set (~30 for 10,000 ratings) however few
  *                candidates it has, so the first window is tested only
  *                together with a second of 1,024: a member who has seen
- *                most of the top costs 2 range reads, 1 test, 1 multi-get
- *                (~0.2 ms at scale 0.2, BENCHMARKS.md). An upsert adds
+ *                most of the top costs 2 batches of 8 range reads, 1 test,
+ *                1 multi-get (~0.09 ms at scale 0.1, BENCHMARKS.md). The
+ *                candidates come in no particular order; only the unseen
+ *                ones the page keeps are put in order. An upsert adds
  *                a new rating to that set once the subject has
  *                HR_SEEN_SET_MIN ratings; unseen fills it with the older
  *                ones the first time it finds it smaller than the ratings
