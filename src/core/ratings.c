@@ -10,6 +10,7 @@
 
 #include "common/alloc.h"
 #include "common/buf.h"
+#include "common/hex.h"
 #include "core/rank_merge.h"
 
 #define LOCK_STRIPES 256  /* a power of two */
@@ -91,27 +92,11 @@ static hr_slice seen_key(hr_buf *k, const hr_ratings *r, hr_slice s) {
     return hr_buf_slice(k);
 }
 
-/* Hex digit values, 16 for anything that is not a lower-case hex digit. */
-static const uint8_t hexval[256] = {
-    ['0'] = 1, ['1'] = 2,  ['2'] = 3,  ['3'] = 4,  ['4'] = 5,  ['5'] = 6,  ['6'] = 7,  ['7'] = 8,
-    ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13, ['d'] = 14, ['e'] = 15, ['f'] = 16,
-}; /* value + 1, so that 0 means "not a digit" */
-
 /* A story id (16 hex digits) as the 64-bit member of a seen set. False for
  * anything else (a ranking holds only story ids). Runs once per candidate
- * of an unseen window: a table lookup a digit, one test at the end. */
+ * of an unseen window. */
 static bool id_u64(hr_slice id, uint64_t *out) {
-    if (id.len != HR_STORY_ID_LEN) return false;
-    const unsigned char *p = (const unsigned char *)id.ptr;
-    uint64_t v = 0;
-    unsigned bad = 0;
-    for (size_t i = 0; i < HR_STORY_ID_LEN; i++) {
-        unsigned d = hexval[p[i]];
-        bad |= d == 0;
-        v = v << 4 | (uint64_t)((d - 1) & 15);
-    }
-    *out = v;
-    return !bad;
+    return id.len == HR_STORY_ID_LEN && hr_hex16(id.ptr, out);
 }
 
 /* "S/O", the member of {ratings/all}. */
