@@ -3,6 +3,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 hr_jw hr_jw_start(hr_buf *out) {
     hr_jw w = {.out = out};
@@ -72,6 +73,29 @@ void hr_jw_int(hr_jw *w, int64_t v) {
     item(w);
     char num[24];
     int n = snprintf(num, sizeof num, "%" PRId64, v);
+    hr_buf_append(w->out, num, (size_t)n);
+}
+
+void hr_jw_real(hr_jw *w, double v) {
+    item(w);
+    char num[40];
+    int n = snprintf(num, sizeof num, "%.17g", v);
+    /* What jansson writes for a real: a '.0' when %g gave an integer (so
+     * that it reads back as a real), and no '+' or leading zeros in the
+     * exponent (1e+20 -> 1e20, 1e-05 -> 1e-5). */
+    char *e = strchr(num, 'e');
+    if (e == NULL && strchr(num, '.') == NULL) {
+        num[n++] = '.';
+        num[n++] = '0';
+    } else if (e) {
+        char *from = e + 1, *to = e + 1;
+        if (*from == '-') from = ++to;
+        else if (*from == '+') from++;
+        while (*from == '0' && from[1] != '\0')
+            from++;
+        memmove(to, from, (size_t)(num + n - from));
+        n -= (int)(from - to);
+    }
     hr_buf_append(w->out, num, (size_t)n);
 }
 

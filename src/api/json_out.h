@@ -47,6 +47,7 @@ void hr_jw_key(hr_jw *w, const char *key); /* key: plain ASCII, not escaped */
 void hr_jw_str(hr_jw *w, hr_slice s);
 void hr_jw_int(hr_jw *w, int64_t v);
 void hr_jw_bool(hr_jw *w, bool v);
+void hr_jw_real(hr_jw *w, double v); /* finite; written as jansson writes a real */
 /* A value that is JSON text already (stored compact by herald itself). */
 void hr_jw_raw(hr_jw *w, hr_slice json);
 

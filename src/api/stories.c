@@ -20,6 +20,7 @@
 
 #include "api/api.h"
 #include "api/json.h"
+#include "api/json_out.h"
 #include "common/clock.h"
 #include "common/log.h"
 
@@ -84,14 +85,44 @@ static json_t *story_full_json(const hr_story *st) {
     return o;
 }
 
+/* A page of stories, written directly (api/json_out.h): the same fields as
+ * story_json. jansson's objects were a tenth of the server's CPU on an
+ * unseen page. */
 static void reply_page(hr_request *req, const hr_story_page *page, bool with_hot) {
-    json_t *items = json_array();
-    for (size_t i = 0; i < page->n; i++)
-        json_array_append_new(items, story_json(&page->items[i], with_hot));
-    json_t *body = json_object();
-    json_object_set_new(body, "stories", items);
-    if (page->next_cursor) json_object_set_new(body, "next_cursor", json_string(page->next_cursor));
-    hr_reply_json(req, 200, body);
+    hr_buf out = HR_BUF_INIT;
+    hr_buf_reserve(&out, 64 + page->n * 160);
+    hr_jw w = hr_jw_start(&out);
+    hr_jw_open(&w, '{');
+    hr_jw_key(&w, "stories");
+    hr_jw_open(&w, '[');
+    for (size_t i = 0; i < page->n; i++) {
+        const hr_story *st = &page->items[i];
+        hr_jw_open(&w, '{');
+        hr_jw_key(&w, "id");
+        hr_jw_str(&w, hr_slice_str(st->id));
+        hr_jw_key(&w, "url");
+        hr_jw_str(&w, st->url);
+        hr_jw_key(&w, "time");
+        hr_jw_int(&w, st->time_ms);
+        hr_jw_key(&w, "score");
+        hr_jw_int(&w, st->score);
+        if (with_hot) {
+            hr_jw_key(&w, "hot");
+            hr_jw_real(&w, st->hot);
+        }
+        if (st->has_rating) {
+            hr_jw_key(&w, "rating");
+            hr_jw_int(&w, st->rating);
+        }
+        hr_jw_close(&w, '}');
+    }
+    hr_jw_close(&w, ']');
+    if (page->next_cursor) {
+        hr_jw_key(&w, "next_cursor");
+        hr_jw_str(&w, hr_slice_str(page->next_cursor));
+    }
+    hr_jw_close(&w, '}');
+    hr_reply_json_text(req, 200, &out);
 }
 
 /* ---- Handlers ---- */

@@ -118,6 +118,23 @@ Test(json_out, commas_nesting_and_raw_values) {
     hr_buf_free(&b);
 }
 
+/* Reals come out as jansson's json_real writes them, digit for digit. */
+Test(json_out, reals_as_jansson_writes_them) {
+    const double vals[] = {0.0, -0.0, 1.0, -3.0, 0.1, 1.0 / 3.0, 123456789.0, 1716420551.503, 38.15, 1e20,
+                           1.5e300, 1e-5, -2.5e-300, 4e100, 12345678901234567890.0};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        hr_buf b = HR_BUF_INIT;
+        hr_jw w = hr_jw_start(&b);
+        hr_jw_real(&w, vals[i]);
+        json_t *ref = json_real(vals[i]);
+        char *expect = json_dumps(ref, JSON_ENCODE_ANY | JSON_COMPACT);
+        cr_assert_str_eq(written(&b), expect, "value %d", (int)i);
+        free(expect);
+        json_decref(ref);
+        hr_buf_free(&b);
+    }
+}
+
 /* Every string jansson would escape is escaped the same way, and the result
  * parses back to the original bytes. */
 Test(json_out, strings_escape_as_jansson_does) {
