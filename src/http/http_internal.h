@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "http/http.h"
+#include "http/listener.h"
 
 /* ---- Methods ---- */
 
@@ -118,8 +119,10 @@ void metrics_observe(hr_metrics *m, int route, const char *method, unsigned stat
 /* ---- The server and a request (server.c) ---- */
 
 struct hr_http_server {
-    struct MHD_Daemon *daemon;
-    MHD_socket quiesced_fd; /* the listen socket after MHD_quiesce_daemon; ours to close */
+    hr_listener *listener;       /* accepts, and picks each connection's daemon */
+    struct MHD_Daemon **daemons; /* one per I/O thread */
+    atomic_uint *open;           /* connections open per daemon (listener.h) */
+    unsigned n_daemons;
     hr_http_config cfg;     /* a copy; cfg.routes stays borrowed */
     hr_router router;
     hr_metrics metrics;

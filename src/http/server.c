@@ -1,8 +1,9 @@
 /* server.c — the HTTP server: libmicrohttpd glue, the life of a request, and
  * the checks every route declares, run in one place before any handler.
  *
- * Threads. libmicrohttpd runs a pool of cfg->threads I/O threads (epoll, one
- * listen socket shared). A connection stays on one thread; its requests, the
+ * Threads. cfg->threads libmicrohttpd daemons, one I/O thread (epoll) each,
+ * and an accepting thread (listener.c) that gives each new connection to
+ * the daemon with the fewest. A connection stays on one thread; its requests, the
  * handler calls and the completion callback all run there. Shared state is
  * the compiled routing table (immutable), the metrics (relaxed atomics) and
  * the in-flight count (an atomic), so the hot path takes no lock.
@@ -489,11 +490,24 @@ static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss,
     return 0;
 }
 
+/* A closed connection leaves its daemon's count (srv->open[i], cls), which
+ * the listener raised when it handed the connection over. */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe) {
+    if (toe == MHD_CONNECTION_NOTIFY_CLOSED) atomic_fetch_sub_explicit((atomic_uint *)cls, 1, memory_order_relaxed);
+}
+
+static void stop_daemons(hr_http_server *srv) {
+    for (unsigned i = 0; i < srv->n_daemons; i++)
+        if (srv->daemons[i]) MHD_stop_daemon(srv->daemons[i]);
+    free(srv->daemons);
+    free(srv->open);
+}
+
 int hr_http_start(const hr_http_config *cfg, hr_http_server **out, hr_err *err) {
     *out = NULL;
     hr_http_server *srv = hr_xcalloc(1, sizeof *srv);
     srv->cfg = *cfg;
-    srv->quiesced_fd = MHD_INVALID_SOCKET;
     if (srv->cfg.body_max == 0) srv->cfg.body_max = DEFAULT_BODY_MAX;
     if (srv->cfg.timeout_s == 0) srv->cfg.timeout_s = DEFAULT_TIMEOUT_S;
     if (srv->cfg.max_connections == 0) srv->cfg.max_connections = DEFAULT_MAX_CONNECTIONS;
@@ -513,43 +527,55 @@ int hr_http_start(const hr_http_config *cfg, hr_http_server **out, hr_err *err) 
     struct sockaddr_storage addr;
     bool v6 = false;
     rc = resolve(cfg->host, cfg->port, &addr, &v6, err);
-    if (rc != 0) goto fail;
-
-    /* Not MHD_OPTION_LISTENING_ADDRESS_REUSE: set to 1 it means SO_REUSEPORT,
-     * which lets a second server bind the same port without error and
-     * silently take half the connections. Left unset, libmicrohttpd sets
-     * SO_REUSEADDR, which is what a quick restart needs (TIME_WAIT). */
-    /* A pool of one is no pool: libmicrohttpd warns about it, so leave the
-     * option out then (an MHD_OPTION_END item ends the array at once). */
-    struct MHD_OptionItem pool[] = {
-        {threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, (intptr_t)threads, NULL},
-        {MHD_OPTION_END, 0, NULL},
-    };
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
-    srv->daemon = MHD_start_daemon(
-        flags, cfg->port, NULL, NULL, on_access, srv,
-        /* the logger first, so that start-up errors reach it */
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_ARRAY, pool,
-        MHD_OPTION_CONNECTION_LIMIT, srv->cfg.max_connections,
-        MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.timeout_s,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
-        MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-        MHD_OPTION_END);
-    if (srv->daemon == NULL) {
-        rc = hr_err_set(err, HR_EIO, "cannot listen on %s:%u (in use? see the log above)",
-                        cfg->host ? cfg->host : "127.0.0.1", (unsigned)cfg->port);
+    if (rc == 0)
+        rc = hr_listener_open((struct sockaddr *)&addr,
+                              v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in), &srv->listener,
+                              &srv->port, err);
+    if (rc != 0) {
+        if (err && !strstr(err->msg, "listen host")) { /* say where */
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            hr_err_set(err, HR_EIO, "%s on %s:%u", why, cfg->host ? cfg->host : "127.0.0.1",
+                       (unsigned)cfg->port);
+        }
         goto fail;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(srv->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    srv->port = info ? info->port : cfg->port;
+
+    /* One daemon per I/O thread, none listening: the listener hands each
+     * its connections (listener.h says why). The connection limit is split
+     * between them, as the listener spreads connections evenly. */
+    srv->n_daemons = threads;
+    srv->daemons = hr_xcalloc(threads, sizeof *srv->daemons);
+    srv->open = hr_xcalloc(threads, sizeof *srv->open);
+    unsigned limit = (srv->cfg.max_connections + threads - 1) / threads;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+                     MHD_USE_NO_LISTEN_SOCKET;
+    for (unsigned i = 0; i < threads; i++) {
+        atomic_init(&srv->open[i], 0);
+        srv->daemons[i] = MHD_start_daemon(
+            flags, 0, NULL, NULL, on_access, srv,
+            /* the logger first, so that start-up errors reach it */
+            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
+            MHD_OPTION_CONNECTION_LIMIT, limit,
+            MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.timeout_s,
+            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
+            MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
+            MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+            MHD_OPTION_NOTIFY_CONNECTION, on_connection, &srv->open[i],
+            MHD_OPTION_END);
+        if (srv->daemons[i] == NULL) {
+            rc = hr_err_set(err, HR_EIO, "cannot start HTTP I/O thread %u (see the log above)", i);
+            goto fail;
+        }
+    }
+    rc = hr_listener_start(srv->listener, srv->daemons, srv->open, threads, err);
+    if (rc != 0) goto fail;
     *out = srv;
     return 0;
 
 fail:
+    hr_listener_close(srv->listener);
+    stop_daemons(srv);
     metrics_free(&srv->metrics);
     router_free(&srv->router);
     free(srv);
@@ -561,7 +587,7 @@ uint16_t hr_http_port(const hr_http_server *srv) { return srv ? srv->port : 0; }
 void hr_http_stop(hr_http_server *srv) {
     if (srv == NULL) return;
     atomic_store(&srv->stopping, true);
-    srv->quiesced_fd = MHD_quiesce_daemon(srv->daemon);
+    hr_listener_close(srv->listener); /* no new connections */
     /* Requests already read keep going on their I/O threads; wait for them
      * (bounded: a client stalled mid-body must not hold up a shutdown). */
     for (int waited = 0; waited < STOP_WAIT_MS; waited += 5) {
@@ -570,8 +596,7 @@ void hr_http_stop(hr_http_server *srv) {
     }
     unsigned left = atomic_load(&srv->in_flight);
     if (left) hr_warn("http: stopping with %u requests still in flight", left);
-    MHD_stop_daemon(srv->daemon);
-    if (srv->quiesced_fd != MHD_INVALID_SOCKET) close(srv->quiesced_fd);
+    stop_daemons(srv);
     metrics_free(&srv->metrics);
     router_free(&srv->router);
     free(srv);

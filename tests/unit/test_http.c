@@ -14,9 +14,11 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -104,7 +106,15 @@ static void h_header(hr_request *req) {
     hr_reply_text(req, 200, hr_slice_str(v ? v : "(null)"));
 }
 
+/* The I/O thread that runs the handler. */
+static void h_thread(hr_request *req) {
+    char id[32];
+    snprintf(id, sizeof id, "%ld", (long)syscall(SYS_gettid));
+    hr_reply_text(req, 200, hr_slice_str(id));
+}
+
 static const hr_route routes[] = {
+    {"GET", "/thread", h_thread, HR_ACCESS_PUBLIC, NULL, 0},
     {"GET", "/items/{id}", h_params, HR_ACCESS_PUBLIC, NULL, 0},
     {"GET", "/items/special", h_literal, HR_ACCESS_PUBLIC, NULL, 0},
     {"PUT", "/items/{id}", h_echo, HR_ACCESS_PUBLIC, NULL, 16},
@@ -630,6 +640,31 @@ Test(http_server, keep_alive, .init = start, .fini = stop) {
     cr_assert(c_read(&c, &r, false));
     cr_assert_str_eq(r.body, "id=last x= y=");
     c_close(&c);
+}
+
+/* Connections are spread over the I/O threads: with two threads, two
+ * connections get one each, and four get two each. (libmicrohttpd's own
+ * pool let its threads race to accept, and two connections shared one
+ * thread about half the time.) */
+Test(http_server, connections_spread_over_threads, .init = start, .fini = stop) {
+    enum { N = 4 };
+    client c[N];
+    long tid[N];
+    for (int i = 0; i < N; i++) {
+        c_open(&c[i]);
+        c_sendf(&c[i], "GET /thread HTTP/1.1\r\nHost: t\r\n\r\n");
+        response r;
+        cr_assert(c_read(&c[i], &r, false));
+        cr_assert_eq(r.status, 200);
+        tid[i] = atol(r.body);
+    }
+    cr_assert_neq(tid[0], tid[1], "the first two connections share I/O thread %ld", tid[0]);
+    int with_first = 0;
+    for (int i = 0; i < N; i++)
+        with_first += tid[i] == tid[0];
+    cr_assert_eq(with_first, 2, "four connections over two threads: %d on one of them", with_first);
+    for (int i = 0; i < N; i++)
+        c_close(&c[i]);
 }
 
 Test(http_server, pipelining, .init = start, .fini = stop) {
