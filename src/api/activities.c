@@ -72,19 +72,12 @@ static void reply_page(hr_request *req, const hr_feed_page *page) {
     hr_buf out = HR_BUF_INIT;
     hr_buf_reserve(&out, 256 + page->n * 256);
     hr_jw w = hr_jw_start(&out);
-    hr_jw_open(&w, '{');
-    hr_jw_key(&w, "activities");
-    hr_jw_open(&w, '[');
+    hr_jw_page_open(&w, "activities");
     for (size_t i = 0; i < page->n; i++) {
         activity_write(&w, &page->items[i]);
         hr_jw_close(&w, '}');
     }
-    hr_jw_close(&w, ']');
-    if (page->next_cursor) {
-        hr_jw_key(&w, "next_cursor");
-        hr_jw_str(&w, hr_slice_of(page->next_cursor, strlen(page->next_cursor)));
-    }
-    hr_jw_close(&w, '}');
+    hr_jw_page_close(&w, page->next_cursor);
     hr_reply_json_text(req, 200, &out);
 }
 

@@ -108,3 +108,18 @@ void hr_jw_raw(hr_jw *w, hr_slice json) {
     item(w);
     hr_buf_append(w->out, json.ptr, json.len);
 }
+
+void hr_jw_page_open(hr_jw *w, const char *key) {
+    hr_jw_open(w, '{');
+    hr_jw_key(w, key);
+    hr_jw_open(w, '[');
+}
+
+void hr_jw_page_close(hr_jw *w, const char *next_cursor) {
+    hr_jw_close(w, ']');
+    if (next_cursor) {
+        hr_jw_key(w, "next_cursor");
+        hr_jw_str(w, hr_slice_of(next_cursor, strlen(next_cursor)));
+    }
+    hr_jw_close(w, '}');
+}

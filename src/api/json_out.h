@@ -48,6 +48,10 @@ void hr_jw_str(hr_jw *w, hr_slice s);
 void hr_jw_int(hr_jw *w, int64_t v);
 void hr_jw_bool(hr_jw *w, bool v);
 void hr_jw_real(hr_jw *w, double v); /* finite; written as jansson writes a real */
+/* The envelope of a page of items, {"KEY":[ ... ],"next_cursor":"C"}: open
+ * writes up to the '[', close from the ']' on (no next_cursor when NULL). */
+void hr_jw_page_open(hr_jw *w, const char *key);
+void hr_jw_page_close(hr_jw *w, const char *next_cursor);
 /* A value that is JSON text already (stored compact by herald itself). */
 void hr_jw_raw(hr_jw *w, hr_slice json);
 

@@ -92,9 +92,7 @@ static void reply_page(hr_request *req, const hr_story_page *page, bool with_hot
     hr_buf out = HR_BUF_INIT;
     hr_buf_reserve(&out, 64 + page->n * 160);
     hr_jw w = hr_jw_start(&out);
-    hr_jw_open(&w, '{');
-    hr_jw_key(&w, "stories");
-    hr_jw_open(&w, '[');
+    hr_jw_page_open(&w, "stories");
     for (size_t i = 0; i < page->n; i++) {
         const hr_story *st = &page->items[i];
         hr_jw_open(&w, '{');
@@ -116,12 +114,7 @@ static void reply_page(hr_request *req, const hr_story_page *page, bool with_hot
         }
         hr_jw_close(&w, '}');
     }
-    hr_jw_close(&w, ']');
-    if (page->next_cursor) {
-        hr_jw_key(&w, "next_cursor");
-        hr_jw_str(&w, hr_slice_str(page->next_cursor));
-    }
-    hr_jw_close(&w, '}');
+    hr_jw_page_close(&w, page->next_cursor);
     hr_reply_json_text(req, 200, &out);
 }
 
