@@ -176,6 +176,7 @@ int hr_rank_merge_take(hr_rank_merge *m, const hr_batch *b, const hr_zentry **ou
     *n = k;
     return HR_OK;
 }
+
 bool hr_rank_merge_more(const hr_rank_merge *m) {
     for (size_t i = 0; i < m->n; i++)
         if (m->shards[i].more || m->shards[i].head < m->shards[i].n) return true;
