@@ -27,11 +27,11 @@ struct hr_listener {
     unsigned next; /* where the search for the least busy starts: turns on ties */
 };
 
-int hr_listener_open(const struct sockaddr *addr, socklen_t len, hr_listener **out, uint16_t *port,
-                     hr_err *err) {
+int hr_listener_open(const struct sockaddr *addr, socklen_t len, const char *where, hr_listener **out,
+                     uint16_t *port, hr_err *err) {
     *out = NULL;
     int fd = socket(addr->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return hr_err_set(err, HR_EIO, "socket: %s", strerror(errno));
+    if (fd < 0) return hr_err_set(err, HR_EIO, "cannot listen on %s: socket: %s", where, strerror(errno));
     int one = 1;
     /* SO_REUSEADDR: a restart must not wait for the last run's TIME_WAIT. */
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -39,7 +39,7 @@ int hr_listener_open(const struct sockaddr *addr, socklen_t len, hr_listener **o
     if (bind(fd, addr, len) != 0 || listen(fd, SOMAXCONN) != 0) {
         int e = errno;
         close(fd);
-        return hr_err_set(err, HR_EIO, "cannot listen: %s%s", strerror(e),
+        return hr_err_set(err, HR_EIO, "cannot listen on %s: %s%s", where, strerror(e),
                           e == EADDRINUSE ? " (another server on that port?)" : "");
     }
     struct sockaddr_storage bound;

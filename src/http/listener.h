@@ -25,9 +25,9 @@ typedef struct hr_listener hr_listener;
 
 /* Bind addr (SO_REUSEADDR, never SO_REUSEPORT: a second server must fail
  * to bind, not take half the connections) and listen. *port: the port bound
- * (the kernel's choice for port 0). */
-int hr_listener_open(const struct sockaddr *addr, socklen_t len, hr_listener **out, uint16_t *port,
-                     hr_err *err);
+ * (the kernel's choice for port 0). where names addr in error messages. */
+int hr_listener_open(const struct sockaddr *addr, socklen_t len, const char *where, hr_listener **out,
+                     uint16_t *port, hr_err *err);
 
 /* Start the accepting thread: each connection goes to daemons[i] with the
  * lowest open[i] (both arrays of n, borrowed until hr_listener_close). */

@@ -527,19 +527,12 @@ int hr_http_start(const hr_http_config *cfg, hr_http_server **out, hr_err *err) 
     struct sockaddr_storage addr;
     bool v6 = false;
     rc = resolve(cfg->host, cfg->port, &addr, &v6, err);
-    if (rc == 0)
-        rc = hr_listener_open((struct sockaddr *)&addr,
-                              v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in), &srv->listener,
-                              &srv->port, err);
-    if (rc != 0) {
-        if (err && !strstr(err->msg, "listen host")) { /* say where */
-            char why[sizeof err->msg];
-            snprintf(why, sizeof why, "%s", err->msg);
-            hr_err_set(err, HR_EIO, "%s on %s:%u", why, cfg->host ? cfg->host : "127.0.0.1",
-                       (unsigned)cfg->port);
-        }
-        goto fail;
-    }
+    if (rc != 0) goto fail;
+    char where[300];
+    snprintf(where, sizeof where, "%s:%u", cfg->host ? cfg->host : "127.0.0.1", (unsigned)cfg->port);
+    rc = hr_listener_open((struct sockaddr *)&addr, v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in),
+                          where, &srv->listener, &srv->port, err);
+    if (rc != 0) goto fail;
 
     /* One daemon per I/O thread, none listening: the listener hands each
      * its connections (listener.h says why). The connection limit is split
