@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +19,18 @@
 #define WINDOW_MIN 64     /* unseen: the first window at least */
 #define WINDOW_MAX 10000  /* the store's largest range read */
 #define SET_TEST_MIN 1024 /* unseen: candidates a first test of a seen set waits for */
+#define WITH_SET_SLOTS 4096 /* a power of two */
 
 struct hr_ratings {
     hr_store *store;
     hr_stories *stories;
     const char *ns;  /* the stories' */
     size_t seen_min; /* ratings from which a subject has a packed seen set */
+    /* Subjects (hashes) that had seen_min ratings at an unseen call: their
+     * next call starts with the window a set test wants (see there). A
+     * subject's ratings are never deleted, so an entry stays true; a stale
+     * or colliding one only sizes a first window. */
+    _Atomic uint64_t with_set[WITH_SET_SLOTS];
     pthread_mutex_t locks[LOCK_STRIPES];
 };
 
@@ -621,6 +628,12 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
     size_t n_found = 0, scanned = 0;
     size_t window = 2 * req->limit > WINDOW_MIN ? 2 * req->limit : WINDOW_MIN;
     bool use_set = false; /* test against the seen set, not the ratings */
+    /* A subject known to have a seen set would read a first window only to
+     * read a second before its first test: read them as one. */
+    uint64_t subject_hash = XXH3_64bits(subject.ptr, subject.len) | 1; /* never 0, the empty slot */
+    _Atomic uint64_t *known = &r->with_set[subject_hash & (WITH_SET_SLOTS - 1)];
+    if (atomic_load_explicit(known, memory_order_relaxed) == subject_hash && window < SET_TEST_MIN)
+        window = SET_TEST_MIN;
     /* Candidates taken from the ranking and not tested yet. */
     const hr_zentry **cand = NULL;
     size_t n_cand = 0, cap_cand = 0;
@@ -647,6 +660,7 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
         if (rc == HR_OK && round == 0) {
             int64_t n_rated = hr_batch_result(b, card_op)->num, n_set = hr_batch_result(b, pcard_op)->num;
             use_set = (size_t)n_rated >= r->seen_min;
+            if (use_set) atomic_store_explicit(known, subject_hash, memory_order_relaxed);
             /* The set holds only stories the subject rated, so equal counts
              * mean equal sets; fewer: the ratings from before the subject
              * reached seen_min (or an upsert that raced with that moment). */

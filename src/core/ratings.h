@@ -120,7 +120,10 @@
  *                candidates it has, so the first window is tested only
  *                together with a second of 1,024: a member who has seen
  *                most of the top costs 2 batches of 8 range reads, 1 test,
- *                1 multi-get (~0.09 ms at scale 0.1, BENCHMARKS.md). The
+ *                1 multi-get; from its next call on (the process remembers
+ *                subjects found with a seen set), one batch of 8 range
+ *                reads of the bigger window (~0.07 ms at scale 0.1,
+ *                BENCHMARKS.md). The
  *                candidates come in no particular order; only the unseen
  *                ones the page keeps are put in order. An upsert adds
  *                a new rating to that set once the subject has

@@ -490,6 +490,42 @@ static void unseen_windows_with_seen_set(env *e) {
 }
 BOTH_BACKENDS(unseen_windows_with_seen_set)
 
+/* A subject seen with a seen set once reads its first window at the size a
+ * set test wants: one batch fewer on the next call, the same page. */
+static void unseen_remembers_a_seen_set(env *e) {
+    hr_ratings_set_seen_min(e->ratings, 50);
+    enum { N = 260, SEEN = 200 };
+    expect_item all[N];
+    for (int i = 0; i < N; i++) {
+        story(e, i, T0 + i, all[i].id);
+        all[i].key = 0;
+    }
+    qsort(all, N, sizeof all[0], by_rank);
+    for (int i = 0; i < SEEN; i++)
+        rate(e, "reader", all[i].id, 0, T0 + 1000);
+    unseen(e, "reader", HR_RANK_TOP, 20, NULL); /* fills the seen set with the first 50 ratings */
+    /* A fresh instance (an empty memory of subjects), the set complete. */
+    hr_ratings *filled = e->ratings;
+    e->ratings = hr_ratings_new(e->t.store, e->stories);
+    hr_ratings_set_seen_min(e->ratings, 50);
+    uint64_t b0 = hr_store_batches_total();
+    hr_story_page first = unseen(e, "reader", HR_RANK_TOP, 20, NULL);
+    uint64_t b1 = hr_store_batches_total();
+    hr_story_page again = unseen(e, "reader", HR_RANK_TOP, 20, NULL);
+    uint64_t b2 = hr_store_batches_total();
+    hr_ratings_free(e->ratings);
+    e->ratings = filled;
+    cr_assert_eq(b2 - b1, b1 - b0 - 1, "first call %llu batches, second %llu", (unsigned long long)(b1 - b0),
+                 (unsigned long long)(b2 - b1));
+    cr_assert_eq(again.n, 20);
+    cr_assert_eq(first.n, 20);
+    for (int i = 0; i < 20; i++) {
+        cr_assert_str_eq(first.items[i].id, all[SEEN + i].id);
+        cr_assert_str_eq(again.items[i].id, all[SEEN + i].id);
+    }
+}
+BOTH_BACKENDS(unseen_remembers_a_seen_set)
+
 static void unseen_hot_order(env *e) {
     /* votes against age: Reddit's order, not the sum's */
     struct {
