@@ -437,19 +437,25 @@ static void unseen_excludes_rated_and_seen(env *e) {
 }
 BOTH_BACKENDS(unseen_excludes_rated_and_seen)
 
-static void unseen_pages_across_windows(env *e) {
-    /* 260 unrated stories (all score 0: ranked by id, descending) and a
-     * member who has seen the top 200: the first windows hold nothing
-     * unseen. */
-    enum { N = 260, SEEN = 200 };
-    expect_item all[N];
-    for (int i = 0; i < N; i++) {
+enum { TOP_N = 260, TOP_SEEN = 200 };
+
+/* TOP_N unrated stories (all score 0: ranked by id, descending) into all,
+ * in ranking order, and a member "reader" who has seen the top TOP_SEEN:
+ * the first windows of an unseen call hold nothing unseen. */
+static void reader_saw_the_top(env *e, expect_item all[TOP_N]) {
+    for (int i = 0; i < TOP_N; i++) {
         story(e, i, T0 + i, all[i].id);
         all[i].key = 0;
     }
-    qsort(all, N, sizeof all[0], by_rank);
-    for (int i = 0; i < SEEN; i++)
+    qsort(all, TOP_N, sizeof all[0], by_rank);
+    for (int i = 0; i < TOP_SEEN; i++)
         rate(e, "reader", all[i].id, 0, T0 + 1000);
+}
+
+static void unseen_pages_across_windows(env *e) {
+    enum { N = TOP_N, SEEN = TOP_SEEN };
+    expect_item all[N];
+    reader_saw_the_top(e, all);
     hr_story_page p = unseen(e, "reader", HR_RANK_TOP, 20, NULL);
     cr_assert_eq(p.n, 20);
     for (int i = 0; i < 20; i++)
@@ -494,15 +500,9 @@ BOTH_BACKENDS(unseen_windows_with_seen_set)
  * set test wants: one batch fewer on the next call, the same page. */
 static void unseen_remembers_a_seen_set(env *e) {
     hr_ratings_set_seen_min(e->ratings, 50);
-    enum { N = 260, SEEN = 200 };
-    expect_item all[N];
-    for (int i = 0; i < N; i++) {
-        story(e, i, T0 + i, all[i].id);
-        all[i].key = 0;
-    }
-    qsort(all, N, sizeof all[0], by_rank);
-    for (int i = 0; i < SEEN; i++)
-        rate(e, "reader", all[i].id, 0, T0 + 1000);
+    enum { SEEN = TOP_SEEN };
+    expect_item all[TOP_N];
+    reader_saw_the_top(e, all);
     unseen(e, "reader", HR_RANK_TOP, 20, NULL); /* fills the seen set with the first 50 ratings */
     /* A fresh instance (an empty memory of subjects), the set complete. */
     hr_ratings *filled = e->ratings;
