@@ -41,32 +41,44 @@ void hr_jw_key(hr_jw *w, const char *key) {
     w->after_key = true;
 }
 
-void hr_jw_str(hr_jw *w, hr_slice s) {
-    item(w);
-    hr_buf_reserve(w->out, s.len + 2);
-    hr_buf_append_byte(w->out, '"');
+/* s as a JSON string: quoted, escaped as RFC 8259 asks. */
+static void append_string(hr_buf *out, hr_slice s) {
+    hr_buf_reserve(out, s.len + 2);
+    hr_buf_append_byte(out, '"');
     size_t run = 0; /* bytes copied as they are, appended in one go */
     for (size_t i = 0; i < s.len; i++) {
         unsigned char c = (unsigned char)s.ptr[i];
         if (c >= 0x20 && c != '"' && c != '\\') continue;
-        hr_buf_append(w->out, s.ptr + run, i - run);
+        hr_buf_append(out, s.ptr + run, i - run);
         run = i + 1;
         char esc[8];
         switch (c) {
-        case '"': hr_buf_append(w->out, "\\\"", 2); break;
-        case '\\': hr_buf_append(w->out, "\\\\", 2); break;
-        case '\n': hr_buf_append(w->out, "\\n", 2); break;
-        case '\r': hr_buf_append(w->out, "\\r", 2); break;
-        case '\t': hr_buf_append(w->out, "\\t", 2); break;
-        case '\b': hr_buf_append(w->out, "\\b", 2); break;
-        case '\f': hr_buf_append(w->out, "\\f", 2); break;
+        case '"': hr_buf_append(out, "\\\"", 2); break;
+        case '\\': hr_buf_append(out, "\\\\", 2); break;
+        case '\n': hr_buf_append(out, "\\n", 2); break;
+        case '\r': hr_buf_append(out, "\\r", 2); break;
+        case '\t': hr_buf_append(out, "\\t", 2); break;
+        case '\b': hr_buf_append(out, "\\b", 2); break;
+        case '\f': hr_buf_append(out, "\\f", 2); break;
         default:
             snprintf(esc, sizeof esc, "\\u%04X", c);
-            hr_buf_append(w->out, esc, 6);
+            hr_buf_append(out, esc, 6);
         }
     }
-    hr_buf_append(w->out, s.ptr + run, s.len - run);
-    hr_buf_append_byte(w->out, '"');
+    hr_buf_append(out, s.ptr + run, s.len - run);
+    hr_buf_append_byte(out, '"');
+}
+
+void hr_jw_key_str(hr_jw *w, hr_slice key) {
+    item(w);
+    append_string(w->out, key);
+    hr_buf_append_byte(w->out, ':');
+    w->after_key = true;
+}
+
+void hr_jw_str(hr_jw *w, hr_slice s) {
+    item(w);
+    append_string(w->out, s);
 }
 
 void hr_jw_int(hr_jw *w, int64_t v) {

@@ -44,6 +44,7 @@ hr_jw hr_jw_start(hr_buf *out);
 void hr_jw_open(hr_jw *w, char bracket); /* '{' or '[' */
 void hr_jw_close(hr_jw *w, char bracket); /* '}' or ']' */
 void hr_jw_key(hr_jw *w, const char *key); /* key: plain ASCII, not escaped */
+void hr_jw_key_str(hr_jw *w, hr_slice key); /* any text: escaped as hr_jw_str */
 void hr_jw_str(hr_jw *w, hr_slice s);
 void hr_jw_int(hr_jw *w, int64_t v);
 void hr_jw_bool(hr_jw *w, bool v);

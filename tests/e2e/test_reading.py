@@ -10,6 +10,7 @@ backend is a cluster that outlives the run, so every test uses its own site (a u
 domain), its own users, and filters global lists to its own URLs.
 """
 
+import json
 import time
 import uuid
 
@@ -93,6 +94,15 @@ def friends_reads(server, user, urls, friends=None, session=None):
     answer = r.json()["urls"]
     assert set(answer) == set(urls), f"the answer is keyed by the URLs as sent: {sorted(answer)} vs {sorted(set(urls))}"
     return answer
+
+
+def unique_keys(text):
+    """The JSON text parsed, failing on an object that repeats a key (json.loads keeps the last)."""
+    def pairs(items):
+        keys = [k for k, _ in items]
+        assert len(keys) == len(set(keys)), f"repeated keys in {keys}"
+        return dict(items)
+    return json.loads(text, object_pairs_hook=pairs)
 
 
 def users(n, prefix="u"):
@@ -220,9 +230,14 @@ def test_friends_reads_reveals_friends_who_share_and_folds_variants(server):
     befriend(server, me, quiet)
     not_recorded(server, quiet, story, "not_opted_in")
     assert quiet not in friends_reads(server, me, [story])[story]["friends"]
-    # the same URL twice is one key
+    # the same URL twice is one key, written once
     r = post_friends_reads(server, me, [story, story])
-    assert r.status_code == 200 and list(r.json()["urls"]) == [story]
+    assert r.status_code == 200 and list(unique_keys(r.text)["urls"]) == [story]
+    # a URL whose text JSON escapes is answered under that text
+    odd = f'https://{site}/story?q="caf\u00e9"'
+    answer = unique_keys(post_friends_reads(server, me, [odd, story]).text)["urls"]
+    assert list(answer) == [odd, story], list(answer)
+    assert sorted(answer[story]["friends"]) == sorted([f1, f3])
 
 
 def test_opting_out_hides_at_once(server):

@@ -155,3 +155,29 @@ Test(json_out, strings_escape_as_jansson_does) {
     free(expect);
     hr_buf_free(&b);
 }
+
+/* A key of any text is escaped as jansson escapes an object's key, and the
+ * object parses back with that key. */
+Test(json_out, keys_of_any_text_escape_as_jansson_does) {
+    const char raw[] = "https://x.example/q?a=\"b\"&c=\\d\tcaf\xc3\xa9";
+    hr_slice key = hr_slice_of(raw, sizeof raw - 1);
+    hr_buf b = HR_BUF_INIT;
+    hr_jw w = hr_jw_start(&b);
+    hr_jw_open(&w, '{');
+    hr_jw_key_str(&w, key);
+    hr_jw_int(&w, 1);
+    hr_jw_key_str(&w, hr_slice_str("plain"));
+    hr_jw_open(&w, '[');
+    hr_jw_close(&w, ']');
+    hr_jw_close(&w, '}');
+    json_t *ref = json_pack("{s:i,s:[]}", raw, 1, "plain");
+    char *expect = json_dumps(ref, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    cr_assert_str_eq(written(&b), expect);
+    json_t *back = json_loadb(b.data, b.len, 0, NULL);
+    cr_assert_not_null(back);
+    cr_assert_eq(json_integer_value(json_object_get(back, raw)), 1);
+    json_decref(back);
+    json_decref(ref);
+    free(expect);
+    hr_buf_free(&b);
+}
