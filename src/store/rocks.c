@@ -314,9 +314,10 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     atomic_init(&s->filters_may_read, false);
     s->zreg = zreg_new(opts);
     s->tlc = tlcache_new(opts->tl_hot_keep);
-    s->meta_cache = rcache_new(16384, 4096);
-    s->chunk_cache = rcache_new(4096, 1u << 16);
-    s->zset_cache = rcache_new(ZC_SLOTS, ZC_MAX_BYTES);
+    /* The first two are bounded by their slots (64 and 256 MiB at most). */
+    s->meta_cache = rcache_new(16384, 4096, (size_t)16384 * 4096);
+    s->chunk_cache = rcache_new(4096, 1u << 16, (size_t)4096 << 16);
+    s->zset_cache = rcache_new(ZC_SLOTS, ZC_MAX_BYTES, ZC_BUDGET);
 
     /* LZ4 when this RocksDB has it, else no compression. */
     static const int compressions[] = {rocksdb_lz4_compression, rocksdb_no_compression};

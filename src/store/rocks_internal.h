@@ -309,8 +309,10 @@ void rx_view_free(rx *x);
  * new zeroed block each time) was ~6 % of a zipf-feed friends-reads. */
 void rx_view_reserve(rx *x, size_t more);
 
-/* The record cache (rocks_view.c says when a batch may use it). */
-rcache *rcache_new(size_t nslots, size_t max_value);
+/* The record cache (rocks_view.c says when a batch may use it): nslots
+ * slots (a power of two) of values up to max_value bytes, budget bytes of
+ * values in all (a value that would pass it is not kept). */
+rcache *rcache_new(size_t nslots, size_t max_value, size_t budget);
 void rcache_free(rcache *c);
 /* Bracket a write of a cached kind of record made outside a batch's commit
  * (stamp: the DB's latest sequence number after it). */
@@ -434,7 +436,8 @@ void zc_note_write(rx *x, hr_slice key);
 void zc_before_write(rx *x);
 void zc_after_write(rx *x, bool ok, bool wrote, uint64_t stamp);
 #define ZC_SLOTS 2048
-#define ZC_MAX_BYTES (64u << 10)
+#define ZC_MAX_BYTES (256u << 10)
+#define ZC_BUDGET ((size_t)128 << 20)
 
 /* Remove up to limit entries of a scan from the collection (key, m) and
  * subtract them from m->size (the caller writes m); *removed is how many. */

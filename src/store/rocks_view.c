@@ -32,6 +32,7 @@
  * batch; decoded forms are malloc'd and freed with the table.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -414,14 +415,18 @@ typedef struct rslot {
 struct rcache {
     size_t nslots; /* a power of two */
     size_t max_value;
+    size_t budget;        /* bytes of values all slots may hold together */
+    _Atomic size_t bytes; /* bytes of values the slots hold */
     pthread_mutex_t locks[RCACHE_LOCKS];
     rslot *slots;
 };
 
-rcache *rcache_new(size_t nslots, size_t max_value) {
+rcache *rcache_new(size_t nslots, size_t max_value, size_t budget) {
     rcache *c = hr_xcalloc(1, sizeof *c);
     c->nslots = nslots;
     c->max_value = max_value;
+    c->budget = budget;
+    atomic_init(&c->bytes, 0);
     c->slots = hr_xcalloc(nslots, sizeof *c->slots);
     for (size_t i = 0; i < RCACHE_LOCKS; i++)
         pthread_mutex_init(&c->locks[i], NULL);
@@ -456,16 +461,36 @@ static bool slot_holds(const rslot *sl, uint64_t h, hr_slice key) {
            memcmp(sl->blob, key.ptr, key.len) == 0;
 }
 
-/* Store a record in a locked slot. */
-static void slot_fill(rslot *sl, uint64_t h, hr_slice key, bool found, hr_slice raw, uint64_t stamp) {
+/* Empty a locked slot. */
+static void slot_empty(rcache *c, rslot *sl) {
+    atomic_fetch_sub_explicit(&c->bytes, sl->vlen, memory_order_relaxed);
+    free(sl->blob);
+    sl->blob = NULL;
+    sl->vlen = 0;
+    sl->state = V_EMPTY;
+}
+
+/* Whether a value of len bytes may replace what a locked slot holds. The
+ * budget is checked without a global lock, so threads filling other slots
+ * at the same instant may overshoot it by one value each. */
+static bool slot_fits(rcache *c, const rslot *sl, size_t len) {
+    size_t held = atomic_load_explicit(&c->bytes, memory_order_relaxed) - sl->vlen;
+    return len <= c->max_value && held + len <= c->budget;
+}
+
+/* Store a record in a locked slot (slot_fits said it may). */
+static void slot_fill(rcache *c, rslot *sl, uint64_t h, hr_slice key, bool found, hr_slice raw, uint64_t stamp) {
     char *blob = hr_xmalloc(key.len + (found ? raw.len : 0) + 1);
     memcpy(blob, key.ptr, key.len);
     if (found && raw.len) memcpy(blob + key.len, raw.ptr, raw.len);
+    size_t vlen = found ? raw.len : 0;
+    atomic_fetch_add_explicit(&c->bytes, vlen, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&c->bytes, sl->vlen, memory_order_relaxed);
     free(sl->blob);
     sl->hash = h;
     sl->blob = blob;
     sl->klen = (uint32_t)key.len;
-    sl->vlen = found ? (uint32_t)raw.len : 0;
+    sl->vlen = (uint32_t)vlen;
     sl->state = found ? V_VALUE : V_ABSENT;
     sl->stamp = stamp;
 }
@@ -483,12 +508,10 @@ void rcache_write_end(rcache *c, hr_slice key, bool ok, bool found, hr_slice raw
     pthread_mutex_t *lock;
     rslot *sl = slot_lock(c, key, &h, &lock);
     sl->influx--;
-    if (ok && (!found || raw.len <= c->max_value)) {
-        slot_fill(sl, h, key, found, raw, stamp);
-    } else if (slot_holds(sl, h, key)) { /* failed, or too big to keep: forget it */
-        free(sl->blob);
-        sl->blob = NULL;
-        sl->state = V_EMPTY;
+    if (ok && slot_fits(c, sl, found ? raw.len : 0)) {
+        slot_fill(c, sl, h, key, found, raw, stamp);
+    } else if (slot_holds(sl, h, key)) { /* failed, or no room to keep it: forget it */
+        slot_empty(c, sl);
     }
     if (ok && stamp > sl->watermark) sl->watermark = stamp;
     pthread_mutex_unlock(lock);
@@ -509,7 +532,7 @@ void rcache_offer(rcache *c, hr_slice key, hr_slice val, uint64_t seq) {
     uint64_t h;
     pthread_mutex_t *lock;
     rslot *sl = slot_lock(c, key, &h, &lock);
-    if (sl->influx == 0 && sl->watermark <= seq) slot_fill(sl, h, key, true, val, seq);
+    if (sl->influx == 0 && sl->watermark <= seq && slot_fits(c, sl, val.len)) slot_fill(c, sl, h, key, true, val, seq);
     pthread_mutex_unlock(lock);
 }
 
@@ -626,8 +649,10 @@ void rx_cache_after_write(rx *x, bool ok, bool wrote) {
         /* Read at the snapshot: offer it, if no write has stamped the slot since. */
         uint64_t h;
         pthread_mutex_t *lock;
-        rslot *sl = slot_lock(cache_of(x, e->cf), key, &h, &lock);
-        if (sl->influx == 0 && sl->watermark <= x->seq) slot_fill(sl, h, key, found, val, x->seq);
+        rcache *c = cache_of(x, e->cf);
+        rslot *sl = slot_lock(c, key, &h, &lock);
+        if (sl->influx == 0 && sl->watermark <= x->seq && slot_fits(c, sl, found ? val.len : 0))
+            slot_fill(c, sl, h, key, found, val, x->seq);
         pthread_mutex_unlock(lock);
     }
 }

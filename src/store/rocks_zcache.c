@@ -28,14 +28,22 @@
  * if a write has stamped the slot past its snapshot or is under way. A new
  * version (the set deleted and created again, or expired) never matches.
  *
- * MEMORY. ZC_SLOTS direct-mapped slots of at most ZC_MAX_BYTES each: 128 MiB
- * at worst; a set of 450 friends with 8-byte ids takes ~8 KiB. */
+ * SIZE. A set of up to ZC_MAX_MEMBERS members and ZC_MAX_BYTES of entries:
+ * room for the largest friend list a friends-reads takes (5,000 friends,
+ * core/reading.h) with ids of up to ~40 bytes. With the limit at 4,096 and
+ * 64 KiB, a user of 5,000 friends read them from disk on every query: 62 %
+ * of a worst-case friends-reads over 100 long-tail URLs (BENCHMARKS.md,
+ * "Round 8"), which then took half the time.
+ *
+ * MEMORY. ZC_SLOTS direct-mapped slots, ZC_BUDGET bytes of entries in all
+ * (rcache_new): a set of 450 friends with 8-byte ids takes ~8 KiB, one of
+ * 5,000 ~80 KiB. */
 #include <math.h>
 #include <string.h>
 
 #include "store/rocks_internal.h"
 
-#define ZC_MAX_MEMBERS 4096
+#define ZC_MAX_MEMBERS 8192
 #define ZC_VERSION_BYTES 8
 
 /* A visitor that copies every entry it sees (in the inline layout) before

@@ -466,6 +466,59 @@ Test(rocks_internals, a_big_read_offers_the_chunk_cache_a_share) {
     hr_batch_free(b);
 }
 
+Test(rocks_internals, a_friend_list_of_5000_is_read_from_the_set_cache) {
+    /* the largest friend list a friends-reads takes (core/reading.h): read
+     * whole, it is kept (rocks_zcache.c), and read again from there */
+    zadd_n("friends", 5000);
+    hr_store_close(S);
+    S = NULL;
+    open_store();
+    rocks_store *r = (rocks_store *)S;
+    cr_assert_eq(rcache_count(r->zset_cache), 0);
+    hr_zrange_spec whole = hr_zrange_all(false, 5000);
+    for (int twice = 0; twice < 2; twice++) {
+        hr_batch *b = hr_batch_new();
+        hr_zrange(b, hr_slice_str("friends"), &whole);
+        exec(b);
+        const hr_result *res = hr_batch_result(b, 0);
+        cr_assert_eq(res->n_entries, 5000);
+        cr_assert(hr_slice_eq(res->entries[4999].member, hr_slice_str("m4999")));
+        cr_assert_eq(rcache_count(r->zset_cache), 1, "read %d", twice);
+        hr_batch_free(b);
+    }
+}
+
+Test(rocks_internals, record_cache_keeps_to_its_budget) {
+    /* values of 100 bytes against a budget of 250: two are kept */
+    rcache *c = rcache_new(1024, 100, 250);
+    char v[200];
+    memset(v, 'v', sizeof v);
+    for (long i = 0; i < 10; i++)
+        rcache_offer(c, str("k%ld", i), hr_slice_of(v, 100), 1);
+    cr_assert_eq(rcache_count(c), 2);
+    long kept = -1;
+    hr_arena a = HR_ARENA_INIT;
+    hr_slice got;
+    for (long i = 0; i < 10 && kept < 0; i++)
+        if (rcache_take(c, str("k%ld", i), 10, &a, &got)) kept = i;
+    cr_assert(kept >= 0);
+    /* a write of a kept key replaces its value within the budget */
+    memset(v, 'w', 100);
+    rcache_write_begin(c, str("k%ld", kept));
+    rcache_write_end(c, str("k%ld", kept), true, true, hr_slice_of(v, 100), 5);
+    cr_assert(rcache_take(c, str("k%ld", kept), 10, &a, &got));
+    cr_assert(got.len == 100 && got.ptr[0] == 'w');
+    /* one too big to keep is forgotten, which makes room for another */
+    rcache_write_begin(c, str("k%ld", kept));
+    rcache_write_end(c, str("k%ld", kept), true, true, hr_slice_of(v, 200), 6);
+    cr_assert_not(rcache_take(c, str("k%ld", kept), 10, &a, &got));
+    cr_assert_eq(rcache_count(c), 1);
+    rcache_offer(c, str("k%ld", 100), hr_slice_of(v, 100), 7);
+    cr_assert_eq(rcache_count(c), 2);
+    hr_arena_free(&a);
+    rcache_free(c);
+}
+
 Test(rocks_internals, ranking_memory_budget) {
     /* a budget too small for the set keeps it on disk, still correct */
     hr_store_close(S);
