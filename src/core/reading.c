@@ -609,12 +609,15 @@ static void side_ops(hr_reading *r, qurl *q, const hr_result *list1, const hr_zr
         for (size_t f = 0; f < n_friends; f++)
             hr_zscore(b, key, friends[f]); /* op q->op + f */
     } else if (q->side == HR_RPLAN_LIST) {
-        const hr_zentry *last = &list1->entries[list1->n_entries - 1];
         hr_zrange_spec rest = *first;
         rest.limit = HR_RPLAN_LIST_MAX;
-        rest.has_cursor = true;
-        rest.cursor_score = last->score;
-        rest.cursor_member = last->member; /* copied by the builder */
+        rest.max_size = 0;
+        if (list1->n_entries > 0) { /* else round trip 1 skipped a long list */
+            const hr_zentry *last = &list1->entries[list1->n_entries - 1];
+            rest.has_cursor = true;
+            rest.cursor_score = last->score;
+            rest.cursor_member = last->member; /* copied by the builder */
+        }
         hr_zrange(b, hr_rk_url(k, r->ns, q->h, "/r"), &rest);
     }
 }
@@ -720,6 +723,7 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
     size_t fop = friends ? 0 : friends_op(r, b, uid, false);
     hr_zrange_spec first = hr_zrange_all(false, HR_READING_LIST_FIRST);
     first.min = live_min(r, now_ms);
+    first.max_size = HR_READING_LIST_FIRST_OF;
     for (size_t j = 0; j < nq; j++) {
         hr_buf_clear(&k);
         hr_slice key = hr_rk_url(&k, r->ns, q[j].h, "/r");

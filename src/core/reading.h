@@ -58,7 +58,11 @@
  *
  * Costs in store round trips: record 3 (checks; writes; the opt-in check
  * again); friends-reads 1 when every URL's list is short (the friend list,
- * and per URL its size and first HR_READING_LIST_FIRST readers), 2
+ * and per URL its size and first HR_READING_LIST_FIRST readers; RocksDB
+ * skips the readers of a URL read by more than HR_READING_LIST_FIRST_OF,
+ * store.h's max_size hint: most such URLs are answered from another side,
+ * and the rest read their list whole in round trip 2, one seek instead of
+ * two), 2
  * otherwise (the rest of the lists chosen, the URL-set tests and the
  * friends' tests), 3 when a URL set turned out incomplete (a store written
  * before URL sets: core/reading.c);
@@ -80,7 +84,8 @@
 #define HR_READING_URLS_MAX 100     /* URLs in one friends-reads */
 #define HR_READING_FRIENDS_MAX 5000 /* friends one query considers (the newest, from the graph) */
 #define HR_READING_SITES_MAX 10000  /* selected sites */
-#define HR_READING_LIST_FIRST 32    /* readers of each URL read in the first round trip */
+#define HR_READING_LIST_FIRST 32    /* readers of each URL read in the first round trip, */
+#define HR_READING_LIST_FIRST_OF 128 /* of a URL read by at most this many (a hint, below) */
 
 typedef struct hr_reading_options {
     const char *ns;              /* key namespace, copied ("" in the server) */

@@ -606,6 +606,10 @@ int op_zrange(rx *x, hr_op *op) {
         if (e && zent_len(e) > size) size = zent_len(e);
     }
     if (sp->offset >= size) return 0;
+    if (sp->max_size && size > sp->max_size) { /* the hint (store.h) */
+        op->result.more = true;
+        return 0;
+    }
     size_t cap = sp->limit < size ? sp->limit : (size_t)size;
     op->result.entries = hr_arena_alloc(&x->b->arena, cap * sizeof(hr_zentry));
     zpage p = {.arena = &x->b->arena, .skip = sp->offset, .limit = sp->limit, .cap = cap, .res = &op->result};

@@ -297,6 +297,12 @@ typedef struct hr_zrange_spec {
     hr_slice cursor_member;
     size_t offset;
     size_t limit;             /* 1..HR_ZRANGE_LIMIT_MAX */
+    size_t max_size;          /* 0, or a hint: for a set of more members than
+                               * this, the backend may answer no entries and
+                               * more = true instead of reading them. RocksDB
+                               * does, where a set too big to be kept in its
+                               * metadata record costs a seek into every level
+                               * that holds part of it; Redis does not. */
 } hr_zrange_spec;
 
 /* A spec for the whole set in the given direction, with a limit. */

@@ -740,6 +740,42 @@ static void url_sets(env *e) {
 }
 BOTH_BACKENDS(url_sets)
 
+/* A list longer than the first round trip reads (RocksDB skips it there:
+ * HR_READING_LIST_FIRST_OF) is read whole in the second, next to a short
+ * one answered by the first. */
+static void long_list_read_whole(env *e) {
+    site(e, "long.example");
+    share(e, "me", true);
+    enum { LONG = HR_READING_LIST_FIRST_OF + 22 };
+    const char *urls[] = {"https://long.example/a", "https://long.example/b"};
+    for (int i = 0; i < LONG; i++) {
+        char uid[16];
+        snprintf(uid, sizeof uid, "r%03d", i);
+        share(e, uid, true);
+        if (i % 3 == 0) befriend(e, "me", uid);
+        read_ok(e, uid, urls[0]);
+        if (i < 5) read_ok(e, uid, urls[1]);
+    }
+    open_reading(e, 30 * DAY, &FORCE_LISTS);
+    hr_url_reads out[2];
+    hr_reads_stats st = ask(e, "me", NULL, 0, urls, 2, out);
+    cr_assert_eq(st.urls_list, 2);
+    cr_assert_eq(st.round_trips, 2);
+    cr_assert_eq(out[0].readers, LONG);
+    cr_assert_eq(out[0].n_friends, (LONG + 2) / 3);
+    for (size_t i = 0; i < out[0].n_friends; i++) {
+        char id[16];
+        snprintf(id, sizeof id, "%.*s", (int)out[0].friends[i].len, out[0].friends[i].ptr);
+        int n = atoi(id + 1);
+        cr_assert_eq(n % 3, 0, "%.*s is no friend", (int)out[0].friends[i].len, out[0].friends[i].ptr);
+        for (size_t j = 0; j < i; j++)
+            cr_assert_not(hr_slice_eq(out[0].friends[i], out[0].friends[j]), "a friend twice");
+    }
+    cr_assert_eq(out[1].readers, 5);
+    cr_assert_str_eq(joined(e, &out[1]), "r003,r000");
+}
+BOTH_BACKENDS(long_list_read_whole)
+
 static void reads_expire(env *e) {
     open_reading(e, 1500, NULL);
     site(e, "ttl.example");

@@ -488,6 +488,23 @@ Test(rocks_internals, a_friend_list_of_5000_is_read_from_the_set_cache) {
     }
 }
 
+Test(rocks_internals, a_range_read_skips_a_set_over_its_size_hint) {
+    /* store.h's max_size: RocksDB answers no entries for a bigger set (it
+     * would seek into every level), and reads a set as big as the hint */
+    zadd_n("big", 200);
+    hr_zrange_spec spec = hr_zrange_all(false, 32);
+    spec.max_size = 199;
+    hr_batch *b = hr_batch_new();
+    hr_zrange(b, hr_slice_str("big"), &spec);
+    spec.max_size = 200;
+    hr_zrange(b, hr_slice_str("big"), &spec);
+    exec(b);
+    cr_assert_eq(hr_batch_result(b, 0)->n_entries, 0);
+    cr_assert(hr_batch_result(b, 0)->more);
+    cr_assert_eq(hr_batch_result(b, 1)->n_entries, 32);
+    hr_batch_free(b);
+}
+
 Test(rocks_internals, record_cache_keeps_to_its_budget) {
     /* values of 100 bytes against a budget of 250: two are kept */
     rcache *c = rcache_new(1024, 100, 250);

@@ -858,6 +858,35 @@ STORE_TEST(zset_ranking_under_moves) {
     hr_batch_free(b);
 }
 
+STORE_TEST(zset_range_size_hint) {
+    /* max_size is a hint: a set of at most that many reads as without it;
+     * a bigger one either does too, or answers nothing with more */
+    hr_slice z = K("hinted");
+    hr_batch *b = hr_batch_new();
+    for (long i = 0; i < 200; i++)
+        hr_zadd(b, z, (double)i, Mf("m%03ld", i));
+    exec(s, b);
+    hr_batch_free(b);
+    hr_zrange_spec plain = hr_zrange_all(false, 32);
+    plain.min = 10;
+    const hr_result *want = ONE(s, hr_zrange(B, z, &plain));
+    cr_assert_eq(want->n_entries, 32);
+    cr_assert(want->more);
+    cr_assert(hr_slice_eq(want->entries[0].member, hr_slice_str("m010")));
+    size_t hints[] = {200, 1000, 199, 1};
+    for (size_t h = 0; h < 4; h++) {
+        hr_zrange_spec hinted = plain;
+        hinted.max_size = hints[h];
+        const hr_result *got = ONE(s, hr_zrange(B, z, &hinted));
+        cr_assert(got->more, "hint %zu", hints[h]);
+        if (hints[h] < 200 && got->n_entries == 0) continue; /* skipped */
+        cr_assert_eq(got->n_entries, 32, "hint %zu", hints[h]);
+        for (size_t i = 0; i < 32; i++)
+            cr_assert(hr_slice_eq(got->entries[i].member, Mf("m%03ld", (long)(10 + i))),
+                      "hint %zu, entry %zu", hints[h], i);
+    }
+}
+
 STORE_TEST(zset_whole_reads_follow_changes) {
     /* A set read whole again and again between small changes (a friend
      * list): on RocksDB the whole reads are cached (rocks_zcache.c), and
