@@ -50,6 +50,10 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+# The tree the binaries are built from, taken before the build (edits made
+# while the bench runs are not in them).
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+DIRTY=$(git status --porcelain 2>/dev/null | grep -q . && echo " (+ uncommitted changes)" || true)
 ROOT=$(pwd)
 
 SCALE=${BENCH_READING_SCALE:-1.0}
@@ -321,8 +325,6 @@ NET=$TMP/net.md
     done
 } >"$NET"
 
-COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-DIRTY=$(git status --porcelain 2>/dev/null | grep -q . && echo " (+ uncommitted changes)" || true)
 if awk -v s="$SCALE" -v h="$HEAVY" 'BEGIN { exit !(s + 0 == 1 && h + 0 == 5000) }'; then FULL="the issue's full size"; else FULL="NOT the issue's full size (scale 1.0, 5 000 heavy readers)"; fi
 TOTAL_S=$(( $(date +%s) - START_TIME ))
 mkdir -p "$RESULTS_DIR"
