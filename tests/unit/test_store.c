@@ -586,12 +586,19 @@ STORE_TEST(zremrange_score) {
     cr_assert_eq(ONE(s, hr_zremrange_score(B, K("missing"), 0, 1))->num, 0);
 }
 
+/* Members fmt(0) .. fmt(n - 1), each scored by its number, in one batch. */
+static void zadd_numbered(hr_store *s, hr_slice z, long n, const char *fmt) {
+    hr_batch *b = hr_batch_new();
+    for (long i = 0; i < n; i++)
+        hr_zadd(b, z, (double)i, Mf(fmt, i));
+    exec(s, b);
+    hr_batch_free(b);
+}
+
 STORE_TEST(ztrim_both_directions) {
     hr_slice z = K("z");
+    zadd_numbered(s, z, 10, "m%ld");
     hr_batch *b = hr_batch_new();
-    for (long i = 0; i < 10; i++)
-        hr_zadd(b, z, (double)i, Mf("m%ld", i));
-    exec(s, b);
     cr_assert_eq(ONE(s, hr_ztrim(B, z, 7, true))->num, 3, "keep the 7 highest");
     hr_zrange_spec sp = hr_zrange_all(false, 100);
     assert_members(ONE(s, hr_zrange(B, z, &sp)), "m3 m4 m5 m6 m7 m8 m9", false);
@@ -862,11 +869,7 @@ STORE_TEST(zset_range_size_hint) {
     /* max_size is a hint: a set of at most that many reads as without it;
      * a bigger one either does too, or answers nothing with more */
     hr_slice z = K("hinted");
-    hr_batch *b = hr_batch_new();
-    for (long i = 0; i < 200; i++)
-        hr_zadd(b, z, (double)i, Mf("m%03ld", i));
-    exec(s, b);
-    hr_batch_free(b);
+    zadd_numbered(s, z, 200, "m%03ld");
     hr_zrange_spec plain = hr_zrange_all(false, 32);
     plain.min = 10;
     const hr_result *want = ONE(s, hr_zrange(B, z, &plain));
