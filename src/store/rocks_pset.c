@@ -378,11 +378,16 @@ static void prefetch_guess(const cref *r, uint64_t h, unsigned bits) {
     if (r->dec || r->n == 0) return;
     size_t lo, hi;
     window_of(r->n, h, bits, &lo, &hi);
-    size_t mid = lo + (hi - lo) / 2;
-    __builtin_prefetch(r->hs + 8 * lo); /* the window: its ends and its middle */
-    __builtin_prefetch(r->hs + 8 * mid);
+    /* Every line of the window, and of its expiries: the search may end
+     * anywhere in it, and the expiry of the entry found is read next (with
+     * the window's ends and middle only, that read was ~19 % of a
+     * worst-case zipf friends-reads: BENCHMARKS.md, round 8). */
+    for (size_t at = 8 * lo; at < 8 * hi; at += 64) {
+        __builtin_prefetch(r->hs + at);
+        if (r->exps) __builtin_prefetch(r->exps + at);
+    }
     __builtin_prefetch(r->hs + 8 * (hi - 1));
-    if (r->exps) __builtin_prefetch(r->exps + 8 * mid);
+    if (r->exps) __builtin_prefetch(r->exps + 8 * (hi - 1));
 }
 
 static uint64_t cref_live(const cref *r, int64_t now) {
