@@ -1,7 +1,7 @@
 # bench/lib.sh — helpers shared by the scripts of bench/ (run.sh, stories.sh,
 # feeds.sh, reading.sh).
 # Sourced, not run. Sets the shared settings below (DUR, WARMUP, CONNS,
-# WRK_THREADS, HERALD, PY). Expects the caller's globals: BENCH_NAME (the
+# WRK_THREADS, HERALD, PY, COMMIT, DIRTY). Expects the caller's globals: BENCH_NAME (the
 # part's name, for the log), TMP (scratch dir), PIDS (processes to stop on
 # exit), COMMANDS and ROWS (arrays the results are built from). A caller
 # that has more to undo on exit (a Redis Cluster, PostgreSQL) defines
@@ -17,6 +17,11 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 
 START_TIME=$(date +%s)
+# The commit the results name (COMMIT, DIRTY), taken when this is sourced:
+# before any part builds, so edits made while a bench runs are not counted
+# as part of the binaries it measured.
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+DIRTY=$(git status --porcelain 2>/dev/null | grep -q . && echo " (+ uncommitted changes)" || true)
 log() { printf '[%s %4ds] %s\n' "$BENCH_NAME" "$(( $(date +%s) - START_TIME ))" "$*" >&2; }
 die() {
     printf '\n%s bench: FAILED: %s\n' "$BENCH_NAME" "$*" >&2

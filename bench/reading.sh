@@ -50,10 +50,6 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-# The tree the binaries are built from, taken before the build (edits made
-# while the bench runs are not in them).
-COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-DIRTY=$(git status --porcelain 2>/dev/null | grep -q . && echo " (+ uncommitted changes)" || true)
 ROOT=$(pwd)
 
 SCALE=${BENCH_READING_SCALE:-1.0}
