@@ -152,6 +152,7 @@
 #include "store/rocks_internal.h"
 
 #define DEFAULT_CACHE_BYTES ((size_t)256 << 20)
+#define DEFAULT_CHUNK_CACHE_BYTES ((size_t)512 << 20)
 
 static const char *const cf_names[CF_COUNT_] = {"default", "subkeys", "zindex", "sketch", "timelists", "queues"};
 
@@ -297,6 +298,16 @@ static void free_options(rocksdb_options_t *o, rocksdb_options_t *cfopts[CF_COUN
     rocksdb_options_destroy(o);
 }
 
+/* The packed-set chunk cache for budget bytes: a slot per 4 KiB of it (a
+ * chunk holds 2-8 KiB), so that the direct-mapped slots rarely make two
+ * chunks of the working set evict each other. */
+static rcache *chunk_cache_new(size_t budget) {
+    size_t slots = 1024;
+    while (slots < budget / 4096)
+        slots *= 2;
+    return rcache_new(slots, 1u << 16, budget);
+}
+
 static int open_(const char *uri, const hr_store_options *opts, hr_store **out, hr_err *err) {
     *out = NULL;
     const char *path = uri + strlen(hr_rocks_backend.uri_prefix);
@@ -314,10 +325,11 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     atomic_init(&s->filters_may_read, false);
     s->zreg = zreg_new(opts);
     s->tlc = tlcache_new(opts->tl_hot_keep);
-    /* The first two are bounded by their slots (64 and 256 MiB at most). */
+    /* The first is bounded by its slots (64 MiB at most). */
     s->meta_cache = rcache_new(16384, 4096, (size_t)16384 * 4096);
-    s->chunk_cache = rcache_new(4096, 1u << 16, (size_t)4096 << 16);
+    s->chunk_cache = chunk_cache_new(opts->chunk_cache_bytes ? opts->chunk_cache_bytes : DEFAULT_CHUNK_CACHE_BYTES);
     s->zset_cache = rcache_new(ZC_SLOTS, ZC_MAX_BYTES, ZC_BUDGET);
+    s->views = vspares_new();
 
     /* LZ4 when this RocksDB has it, else no compression. */
     static const int compressions[] = {rocksdb_lz4_compression, rocksdb_no_compression};
@@ -342,6 +354,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
         rcache_free(s->meta_cache);
         rcache_free(s->chunk_cache);
         rcache_free(s->zset_cache);
+        vspares_free(s->views);
         free(s);
         return rc;
     }
@@ -416,6 +429,7 @@ static void close_(hr_store *hs) {
     rcache_free(s->meta_cache);
     rcache_free(s->chunk_cache);
     rcache_free(s->zset_cache);
+    vspares_free(s->views);
     free(s);
 }
 

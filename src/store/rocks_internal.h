@@ -47,6 +47,8 @@ enum {
 
 typedef struct zreg zreg;     /* the sorted sets kept in memory (rocks_zmem.c) */
 typedef struct rcache rcache; /* recently used records of one kind (rocks_view.c) */
+typedef struct rblob rblob;   /* one record of an rcache, shared by reference (rocks_view.c) */
+typedef struct vspares vspares; /* emptied view tables kept for reuse (rocks_view.c) */
 typedef struct tlcache tlcache;       /* hot time lists' newest entries (rocks_tlcache.c) */
 typedef struct tlc_list tlc_list;     /* one of them */
 typedef struct tlc_change tlc_change; /* a batch's change to one, applied after its commit */
@@ -72,6 +74,7 @@ typedef struct rocks_store {
     rcache *meta_cache;  /* metadata records */
     rcache *chunk_cache; /* packed-set chunks */
     rcache *zset_cache;  /* whole small sorted sets on disk (rocks_zcache.c) */
+    vspares *views;      /* batches' emptied view tables */
     pthread_mutex_t stripes[ROCKS_STRIPES];
     struct rqueues *queues; /* the queues' in-memory state (rocks_queue.c) */
     uint64_t open_seq;      /* the DB's latest sequence number when open returned */
@@ -189,6 +192,10 @@ typedef struct rx {
      * copying, and unpins them when it is freed, at the end of the batch. */
     void **pins;
     size_t npins, pins_cap;
+    /* Records of the record cache the view points into (rx_cached), each
+     * held by a reference until the batch ends (rocks_view.c, rblob). */
+    rblob **held;
+    size_t nheld, held_cap;
     /* One zindex iterator for every range read of a batch that does not
      * index its writes (rx_iter_open), and its read options; freed with the
      * view. */
@@ -312,6 +319,8 @@ void rx_view_reserve(rx *x, size_t more);
 /* The record cache (rocks_view.c says when a batch may use it): nslots
  * slots (a power of two) of values up to max_value bytes, budget bytes of
  * values in all (a value that would pass it is not kept). */
+vspares *vspares_new(void);
+void vspares_free(vspares *v);
 rcache *rcache_new(size_t nslots, size_t max_value, size_t budget);
 void rcache_free(rcache *c);
 /* Bracket a write of a cached kind of record made outside a batch's commit
@@ -320,9 +329,14 @@ void rcache_write_begin(rcache *c, hr_slice key);
 void rcache_write_end(rcache *c, hr_slice key, bool ok, bool found, hr_slice raw, uint64_t stamp);
 /* How many records the cache holds (tests). */
 size_t rcache_count(rcache *c);
-/* The value cached for key, copied into mem, if it is the one a batch whose
- * rx.seq is seq sees (not in flux, stamped <= seq); else false. */
-bool rcache_take(rcache *c, hr_slice key, uint64_t seq, hr_arena *mem, hr_slice *val);
+/* The value cached for key, if it is the one a batch whose rx.seq is seq
+ * sees (not in flux, stamped <= seq); else false. *val points into the
+ * cache's record, which *held keeps alive, whatever happens to the slot,
+ * until rcache_release(*held) (or rx_hold: the end of the batch). */
+bool rcache_take(rcache *c, hr_slice key, uint64_t seq, rblob **held, hr_slice *val);
+void rcache_release(rblob *held);
+/* Keep held until x's view is freed. */
+void rx_hold(rx *x, rblob *held);
 /* Offer val, read at a snapshot taken just after seq, unless a write has
  * stamped key's slot past seq or is under way (too large: ignored). */
 void rcache_offer(rcache *c, hr_slice key, hr_slice val, uint64_t seq);

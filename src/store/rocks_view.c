@@ -29,7 +29,10 @@
  * once, and never asks RocksDB to apply the merge operands it wrote itself.
  *
  * Memory: the table, its keys and values live in x->mem, freed with the
- * batch; decoded forms are malloc'd and freed with the table.
+ * batch; decoded forms are malloc'd and freed with the table. Values read
+ * by a MultiGet stay in RocksDB's block cache, pinned (rx.pins), and values
+ * taken from the record cache in its records, held (rx.held), until the
+ * view is freed. Values are never changed in place.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -70,15 +73,82 @@ static vent *slot_for(vent *tab, size_t cap, uint64_t h, int cf, hr_slice key) {
     }
 }
 
+/* Emptied view tables, zeroed, kept for later batches that need as many
+ * slots. A batch of packed-set tests keeps thousands of records (a zipf-feed
+ * friends-reads ~5,000: a table of 1 MiB), and a fresh zeroed table took two
+ * page faults per 4 KiB in every such batch, each with a TLB flush across
+ * the process's threads: ~16 % of that query's CPU (BENCHMARKS.md, round 9).
+ * Small tables come as cheaply from malloc; huge ones are not kept. */
+#define SPARES 4
+#define SPARE_MIN ((size_t)1 << 10)
+#define SPARE_MAX ((size_t)1 << 17)
+
+struct vspares {
+    pthread_mutex_t lock;
+    vent *tab[SPARES];
+    size_t cap[SPARES];
+};
+
+vspares *vspares_new(void) {
+    vspares *v = hr_xcalloc(1, sizeof *v);
+    pthread_mutex_init(&v->lock, NULL);
+    return v;
+}
+
+void vspares_free(vspares *v) {
+    if (v == NULL) return;
+    for (size_t i = 0; i < SPARES; i++)
+        free(v->tab[i]);
+    pthread_mutex_destroy(&v->lock);
+    free(v);
+}
+
+static vent *tab_new(vspares *v, size_t cap) {
+    vent *tab = NULL;
+    if (cap >= SPARE_MIN && cap <= SPARE_MAX) {
+        pthread_mutex_lock(&v->lock);
+        for (size_t i = 0; i < SPARES && tab == NULL; i++)
+            if (v->cap[i] == cap) {
+                tab = v->tab[i];
+                v->tab[i] = NULL;
+                v->cap[i] = 0;
+            }
+        pthread_mutex_unlock(&v->lock);
+    }
+    return tab ? tab : hr_xcalloc(cap, sizeof *tab);
+}
+
+/* Keep tab, all of whose cap slots are zero, in place of a free or smaller
+ * spare; else free it. */
+static void tab_retire(vspares *v, vent *tab, size_t cap) {
+    if (cap >= SPARE_MIN && cap <= SPARE_MAX) {
+        pthread_mutex_lock(&v->lock);
+        size_t smallest = 0;
+        for (size_t i = 1; i < SPARES; i++)
+            if (v->cap[i] < v->cap[smallest]) smallest = i;
+        if (v->cap[smallest] < cap) {
+            vent *old = v->tab[smallest];
+            v->tab[smallest] = tab;
+            v->cap[smallest] = cap;
+            tab = old;
+        }
+        pthread_mutex_unlock(&v->lock);
+    }
+    free(tab);
+}
+
 /* Rehash the table into cap slots (a power of two above twice its entries). */
 static void rehash(rx *x, size_t cap) {
-    vent *tab = hr_xcalloc(cap, sizeof *tab);
+    vent *tab = tab_new(x->s->views, cap);
     for (size_t i = 0; i < x->tab_cap; i++) {
         vent *e = &x->tab[i];
         if (e->state == V_EMPTY) continue;
         *slot_for(tab, cap, e->hash, e->cf, hr_slice_of(e->key, e->klen)) = *e;
     }
-    free(x->tab);
+    if (x->tab) {
+        memset(x->tab, 0, x->tab_cap * sizeof *x->tab);
+        tab_retire(x->s->views, x->tab, x->tab_cap);
+    }
     x->tab = tab;
     x->tab_cap = cap;
 }
@@ -94,7 +164,7 @@ void rx_view_reserve(rx *x, size_t more) {
     if (cap > x->tab_cap) rehash(x, cap);
 }
 
-/* The entry of (cf, key); with insert, created (V_EMPTY) when missing. The
+/* The entry of (cf, key); with insert, created (V_UNKNOWN) when missing. The
  * pointer is valid until the next insert. */
 static vent *lookup(rx *x, int cf, hr_slice key, bool insert) {
     if (x->tab_cap == 0) {
@@ -133,9 +203,16 @@ void rx_view_free(rx *x) {
         rocksdb_pinnableslice_destroy(x->pins[i]);
     x->pins = NULL; /* in x->mem */
     x->npins = x->pins_cap = 0;
-    for (size_t i = 0; i < x->tab_cap; i++)
+    for (size_t i = 0; i < x->nheld; i++)
+        rcache_release(x->held[i]);
+    x->held = NULL; /* in x->mem */
+    x->nheld = x->held_cap = 0;
+    for (size_t i = 0; i < x->tab_cap; i++) {
+        if (x->tab[i].state == V_EMPTY) continue;
         free(x->tab[i].aux);
-    free(x->tab);
+        memset(&x->tab[i], 0, sizeof x->tab[i]);
+    }
+    tab_retire(x->s->views, x->tab, x->tab_cap);
     x->tab = NULL;
     x->tab_cap = x->tab_len = 0;
 }
@@ -402,9 +479,33 @@ void rx_iter_close(rx_iter *ri) {
 
 #define RCACHE_LOCKS 256
 
+/* A slot's record: its key's bytes, then its value's. Batches that take the
+ * value (rx_cached, rcache_take) point into it instead of copying it, so it
+ * is shared: the slot holds a reference until it is refilled or emptied,
+ * each such batch one until it ends (rx_view_free). A zipf-feed
+ * friends-reads takes every chunk of ~70 popular URLs' reader sets (4-8 KiB
+ * each) to test 450 friends in each: copied, that was O(readers) of work
+ * per URL for O(friends) tests, and its copies and the page faults of the
+ * arena they filled were ~45 % of the call (BENCHMARKS.md, round 9). */
+struct rblob {
+    _Atomic uint32_t refs;
+    char bytes[];
+};
+
+static rblob *blob_new(size_t len) {
+    rblob *b = hr_xmalloc(sizeof *b + len + 1);
+    atomic_init(&b->refs, 1);
+    return b;
+}
+
+void rcache_release(rblob *b) {
+    if (b && atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) free(b);
+}
+
+
 typedef struct rslot {
     uint64_t hash;
-    char *blob; /* key bytes, then value bytes; malloc'd */
+    rblob *blob; /* NULL when empty */
     uint32_t klen, vlen;
     uint8_t state;      /* V_EMPTY, V_ABSENT, V_VALUE */
     uint32_t influx;    /* writers between write_begin and write_end */
@@ -436,7 +537,7 @@ rcache *rcache_new(size_t nslots, size_t max_value, size_t budget) {
 void rcache_free(rcache *c) {
     if (c == NULL) return;
     for (size_t i = 0; i < c->nslots; i++)
-        free(c->slots[i].blob);
+        rcache_release(c->slots[i].blob);
     for (size_t i = 0; i < RCACHE_LOCKS; i++)
         pthread_mutex_destroy(&c->locks[i]);
     free(c->slots);
@@ -458,13 +559,19 @@ static rslot *slot_lock(rcache *c, hr_slice key, uint64_t *h, pthread_mutex_t **
 
 static bool slot_holds(const rslot *sl, uint64_t h, hr_slice key) {
     return sl->state != V_EMPTY && sl->hash == h && sl->klen == key.len &&
-           memcmp(sl->blob, key.ptr, key.len) == 0;
+           memcmp(sl->blob->bytes, key.ptr, key.len) == 0;
+}
+
+/* Another reference to a locked slot's record. */
+static rblob *slot_share(rslot *sl) {
+    atomic_fetch_add_explicit(&sl->blob->refs, 1, memory_order_relaxed);
+    return sl->blob;
 }
 
 /* Empty a locked slot. */
 static void slot_empty(rcache *c, rslot *sl) {
     atomic_fetch_sub_explicit(&c->bytes, sl->vlen, memory_order_relaxed);
-    free(sl->blob);
+    rcache_release(sl->blob);
     sl->blob = NULL;
     sl->vlen = 0;
     sl->state = V_EMPTY;
@@ -480,13 +587,13 @@ static bool slot_fits(rcache *c, const rslot *sl, size_t len) {
 
 /* Store a record in a locked slot (slot_fits said it may). */
 static void slot_fill(rcache *c, rslot *sl, uint64_t h, hr_slice key, bool found, hr_slice raw, uint64_t stamp) {
-    char *blob = hr_xmalloc(key.len + (found ? raw.len : 0) + 1);
-    memcpy(blob, key.ptr, key.len);
-    if (found && raw.len) memcpy(blob + key.len, raw.ptr, raw.len);
+    rblob *blob = blob_new(key.len + (found ? raw.len : 0));
+    memcpy(blob->bytes, key.ptr, key.len);
+    if (found && raw.len) memcpy(blob->bytes + key.len, raw.ptr, raw.len);
     size_t vlen = found ? raw.len : 0;
     atomic_fetch_add_explicit(&c->bytes, vlen, memory_order_relaxed);
     atomic_fetch_sub_explicit(&c->bytes, sl->vlen, memory_order_relaxed);
-    free(sl->blob);
+    rcache_release(sl->blob);
     sl->hash = h;
     sl->blob = blob;
     sl->klen = (uint32_t)key.len;
@@ -517,12 +624,15 @@ void rcache_write_end(rcache *c, hr_slice key, bool ok, bool found, hr_slice raw
     pthread_mutex_unlock(lock);
 }
 
-bool rcache_take(rcache *c, hr_slice key, uint64_t seq, hr_arena *mem, hr_slice *val) {
+bool rcache_take(rcache *c, hr_slice key, uint64_t seq, rblob **held, hr_slice *val) {
     uint64_t h;
     pthread_mutex_t *lock;
     rslot *sl = slot_lock(c, key, &h, &lock);
     bool usable = slot_holds(sl, h, key) && sl->state == V_VALUE && sl->influx == 0 && sl->stamp <= seq;
-    if (usable) *val = hr_arena_copy(mem, hr_slice_of(sl->blob + sl->klen, sl->vlen));
+    if (usable) {
+        *val = hr_slice_of(sl->blob->bytes + sl->klen, sl->vlen);
+        *held = slot_share(sl);
+    }
     pthread_mutex_unlock(lock);
     return usable;
 }
@@ -564,6 +674,11 @@ static bool holds_stripe(const rx *x, hr_slice key) {
     return lo < x->nstripes && x->stripes[lo] == st;
 }
 
+void rx_hold(rx *x, rblob *held) {
+    x->held = arena_grow(&x->mem, x->held, x->nheld, &x->held_cap, sizeof *x->held, 64, 0);
+    x->held[x->nheld++] = held;
+}
+
 bool rx_cached(rx *x, int cf, hr_slice key) {
     vent *e = lookup(x, cf, key, false);
     if (e && e->state != V_UNKNOWN) return false; /* the view has it already */
@@ -576,17 +691,20 @@ bool rx_cached(rx *x, int cf, hr_slice key) {
     pthread_mutex_t *lock;
     rslot *sl = slot_lock(cache_of(x, cf), key, &h, &lock);
     if (slot_holds(sl, h, key)) {
-        hr_slice raw = hr_slice_of(sl->blob + sl->klen, sl->vlen);
+        hr_slice raw = hr_slice_of(sl->blob->bytes + sl->klen, sl->vlen);
         rmeta m;
         used = locked || (sl->influx == 0 && sl->stamp <= x->seq) ||
                (cf == CF_META && sl->state == V_VALUE && meta_decode(raw, &m) == 0 && m.type == T_ZSET &&
                 (m.zflags & ZF_MEM));
         if (used) {
             e = lookup(x, cf, key, true);
-            if (sl->state == V_VALUE)
-                set_value(x, e, raw.ptr, raw.len);
-            else
-                e->state = V_ABSENT;
+            e->state = V_ABSENT;
+            if (sl->state == V_VALUE) { /* shared, not copied: see rblob */
+                rx_hold(x, slot_share(sl));
+                e->state = V_VALUE;
+                e->val = raw.ptr;
+                e->vlen = raw.len;
+            }
         }
     }
     pthread_mutex_unlock(lock);
@@ -609,7 +727,8 @@ void rx_cache_before_write(rx *x) {
 
 /* A batch offers the chunk cache at most its slots / OFFER_SHARE of the
  * chunks it read. The cache is direct-mapped: a friends-reads of 1,000 heavy
- * readers' packed sets reads ~8,000 chunks of ~6 KiB against 4,096 slots,
+ * readers' packed sets reads ~8,000 chunks of ~6 KiB, and with 4,096 slots
+ * (the cache's size then; now a slot per 4 KiB of chunk_cache),
  * and offering them all copied ~48 MB a query into slots that the same
  * batch then evicted (the copies and their page faults were ~20 % of its
  * CPU; with the cap its CPU went from 37-39 to 33 ms on BENCHMARKS.md's

@@ -74,8 +74,9 @@ int zc_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, doubl
             zs_visit visit, void *ctx) {
     bool cacheable = m->size <= ZC_MAX_MEMBERS && !x->dirty;
     hr_slice cached;
-    if (cacheable && rcache_take(x->s->zset_cache, key, x->seq, &x->mem, &cached) &&
-        cached.len >= ZC_VERSION_BYTES && load_u64(cached.ptr) == m->version) {
+    rblob *held = NULL;
+    if (cacheable && rcache_take(x->s->zset_cache, key, x->seq, &held, &cached)) rx_hold(x, held);
+    if (held && cached.len >= ZC_VERSION_BYTES && load_u64(cached.ptr) == m->version) {
         zi_walk(&x->mem, hr_slice_of(cached.ptr + ZC_VERSION_BYTES, cached.len - ZC_VERSION_BYTES), reverse, min,
                 max, after, visit, ctx);
         return 0;

@@ -84,6 +84,12 @@ typedef struct hr_store_options {
     bool sync;
     /* RocksDB block cache in bytes; 0 means the default (256 MiB). */
     size_t cache_bytes;
+    /* RocksDB: memory in bytes for recently read packed-set chunks, kept as
+     * records next to the block cache so that a test reads them in place
+     * (rocks_view.c); 0 means the default (512 MiB). A zipf-feed
+     * friends-reads tests 450 friends against every chunk of ~70 popular
+     * URLs' reader sets, so this is its working set. Redis: ignored. */
+    size_t chunk_cache_bytes;
     /* Redis: per-command timeout in milliseconds; 0 means 2000. */
     int timeout_ms;
     /* RocksDB: sorted sets whose members keep changing score (rankings) are
