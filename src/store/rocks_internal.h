@@ -335,6 +335,10 @@ size_t rcache_count(rcache *c);
  * until rcache_release(*held) (or rx_hold: the end of the batch). */
 bool rcache_take(rcache *c, hr_slice key, uint64_t seq, rblob **held, hr_slice *val);
 void rcache_release(rblob *held);
+/* Ask the CPU for the cache slot of key in cf (record false) or for the
+ * record the slot holds (true, once the slot is in cache), ahead of
+ * rx_cached on that key. */
+void rx_cache_prefetch(rx *x, int cf, hr_slice key, bool record);
 /* Keep held until x's view is freed. */
 void rx_hold(rx *x, rblob *held);
 /* Offer val, read at a snapshot taken just after seq, unless a write has

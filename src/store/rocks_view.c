@@ -674,6 +674,19 @@ static bool holds_stripe(const rx *x, hr_slice key) {
     return lo < x->nstripes && x->stripes[lo] == st;
 }
 
+void rx_cache_prefetch(rx *x, int cf, hr_slice key, bool record) {
+    rcache *c = cache_of(x, cf);
+    rslot *sl = &c->slots[rcache_hash(key) & (c->nslots - 1)];
+    if (!record) {
+        __builtin_prefetch(sl);
+        return;
+    }
+    /* A hint only: read without the slot's lock, the record may be gone by
+     * the time the CPU fetches it (a prefetch never faults). */
+    rblob *b = __atomic_load_n(&sl->blob, __ATOMIC_RELAXED);
+    if (b) __builtin_prefetch(b);
+}
+
 void rx_hold(rx *x, rblob *held) {
     x->held = arena_grow(&x->mem, x->held, x->nheld, &x->held_cap, sizeof *x->held, 64, 0);
     x->held[x->nheld++] = held;
