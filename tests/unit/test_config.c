@@ -54,6 +54,9 @@ Test(config, defaults_and_set) {
     hr_err err = {0};
     cr_assert_eq(hr_config_set_pair(&c, "store_cache = 2g", &err), HR_OK);
     cr_assert_eq(c.store_cache, (size_t)2 << 30);
+    cr_assert_eq(c.chunk_cache, (size_t)512 << 20);
+    cr_assert_eq(hr_config_set_pair(&c, "chunk_cache = 64m", &err), HR_OK);
+    cr_assert_eq(c.chunk_cache, (size_t)64 << 20);
     cr_assert_eq(hr_config_set_pair(&c, "counter_ttl = 2h", &err), HR_OK);
     cr_assert_eq(c.counter_ttl, 7200000);
     cr_assert_eq(hr_config_set_pair(&c, "store=redis://127.0.0.1:7000", &err), HR_OK);
