@@ -126,8 +126,6 @@ static int authenticate(void *ctx, hr_slice credential, hr_principal *out) {
     return HR_OK;
 }
 
-/* Apply the command line to cfg: --config files first, then every other flag
- * in order. Returns 0, or EXIT_USAGE after printing why. */
 /* The store's options from the settings (serve and load open it alike). */
 static hr_store_options store_options(const hr_config *cfg) {
     return (hr_store_options){.sync = cfg->sync,
@@ -136,6 +134,8 @@ static hr_store_options store_options(const hr_config *cfg) {
                               .chunk_cache_bytes = cfg->chunk_cache};
 }
 
+/* Apply the command line to cfg: --config files first, then every other flag
+ * in order. Returns 0, or EXIT_USAGE after printing why. */
 static int parse_serve_args(int argc, char **argv, hr_config *cfg) {
     hr_err err = {0};
     for (int i = 0; i < argc; i++) {

@@ -316,11 +316,12 @@ void rx_view_free(rx *x);
  * new zeroed block each time) was ~6 % of a zipf-feed friends-reads. */
 void rx_view_reserve(rx *x, size_t more);
 
+/* The emptied view tables a store keeps for its batches (rocks_view.c). */
+vspares *vspares_new(void);
+void vspares_free(vspares *v);
 /* The record cache (rocks_view.c says when a batch may use it): nslots
  * slots (a power of two) of values up to max_value bytes, budget bytes of
  * values in all (a value that would pass it is not kept). */
-vspares *vspares_new(void);
-void vspares_free(vspares *v);
 rcache *rcache_new(size_t nslots, size_t max_value, size_t budget);
 void rcache_free(rcache *c);
 /* Bracket a write of a cached kind of record made outside a batch's commit

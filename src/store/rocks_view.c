@@ -502,7 +502,6 @@ void rcache_release(rblob *b) {
     if (b && atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) free(b);
 }
 
-
 typedef struct rslot {
     uint64_t hash;
     rblob *blob; /* NULL when empty */
@@ -711,12 +710,13 @@ bool rx_cached(rx *x, int cf, hr_slice key) {
                 (m.zflags & ZF_MEM));
         if (used) {
             e = lookup(x, cf, key, true);
-            e->state = V_ABSENT;
             if (sl->state == V_VALUE) { /* shared, not copied: see rblob */
                 rx_hold(x, slot_share(sl));
                 e->state = V_VALUE;
                 e->val = raw.ptr;
                 e->vlen = raw.len;
+            } else {
+                e->state = V_ABSENT;
             }
         }
     }
