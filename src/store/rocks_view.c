@@ -636,13 +636,21 @@ bool rcache_take(rcache *c, hr_slice key, uint64_t seq, rblob **held, hr_slice *
     return usable;
 }
 
-void rcache_offer(rcache *c, hr_slice key, hr_slice val, uint64_t seq) {
-    if (val.len > c->max_value) return;
+/* Offer a record read at a snapshot taken just after seq (found false: the
+ * key was absent), unless a write has stamped its slot past seq or is under
+ * way, or it does not fit. */
+static void offer(rcache *c, hr_slice key, bool found, hr_slice val, uint64_t seq) {
     uint64_t h;
     pthread_mutex_t *lock;
     rslot *sl = slot_lock(c, key, &h, &lock);
-    if (sl->influx == 0 && sl->watermark <= seq && slot_fits(c, sl, val.len)) slot_fill(c, sl, h, key, true, val, seq);
+    if (sl->influx == 0 && sl->watermark <= seq && slot_fits(c, sl, found ? val.len : 0))
+        slot_fill(c, sl, h, key, found, val, seq);
     pthread_mutex_unlock(lock);
+}
+
+void rcache_offer(rcache *c, hr_slice key, hr_slice val, uint64_t seq) {
+    if (val.len > c->max_value) return;
+    offer(c, key, true, val, seq);
 }
 
 size_t rcache_count(rcache *c) {
@@ -778,14 +786,7 @@ void rx_cache_after_write(rx *x, bool ok, bool wrote) {
             if (chunk_offers_left == 0) continue; /* the chunk cache's share is used */
             chunk_offers_left--;
         }
-        /* Read at the snapshot: offer it, if no write has stamped the slot since. */
-        uint64_t h;
-        pthread_mutex_t *lock;
-        rcache *c = cache_of(x, e->cf);
-        rslot *sl = slot_lock(c, key, &h, &lock);
-        if (sl->influx == 0 && sl->watermark <= x->seq && slot_fits(c, sl, found ? val.len : 0))
-            slot_fill(c, sl, h, key, found, val, x->seq);
-        pthread_mutex_unlock(lock);
+        offer(cache_of(x, e->cf), key, found, val, x->seq); /* read at the batch's snapshot */
     }
 }
 
