@@ -490,6 +490,28 @@ Test(rocks_internals, a_friend_list_of_5000_is_read_from_the_set_cache) {
     }
 }
 
+Test(rocks_internals, the_set_cache_keeps_a_thousand_friend_lists) {
+    /* 1,000 sets too big to be inline, each read whole once: the cache keeps
+     * nearly all of them. Its slots are direct-mapped, and with 2,048 of
+     * them (ZC_SLOTS before) ~200 were lost to collisions */
+    for (long i = 0; i < 1000; i++)
+        zadd_n(str("friends%ld", i).ptr, ZINLINE_MAX_ENTRIES + 1);
+    hr_store_close(S);
+    S = NULL;
+    open_store();
+    rocks_store *r = (rocks_store *)S;
+    hr_zrange_spec whole = hr_zrange_all(false, ZINLINE_MAX_ENTRIES + 1);
+    for (long i = 0; i < 1000; i++) {
+        hr_batch *b = hr_batch_new();
+        hr_zrange(b, str("friends%ld", i), &whole);
+        exec(b);
+        cr_assert_eq(hr_batch_result(b, 0)->n_entries, ZINLINE_MAX_ENTRIES + 1);
+        hr_batch_free(b);
+    }
+    size_t kept = rcache_count(r->zset_cache);
+    cr_assert(kept >= 985 && kept <= 1000, "%zu of 1000 friend lists kept", kept);
+}
+
 Test(rocks_internals, a_range_read_skips_a_set_over_its_size_hint) {
     /* store.h's max_size: RocksDB answers no entries for a bigger set (it
      * would seek into every level), and reads a set as big as the hint */
