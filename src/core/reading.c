@@ -529,12 +529,28 @@ static size_t intersect(qurl *q, const hr_result *res, const hr_rplan_friends *f
     return res->n_entries;
 }
 
+/* The friends as the answer holds them. ids may be borrowed from the
+ * friend list's batch, freed before the caller reads the answer: then each
+ * friend that is a hit is copied into a, once (owned[f]), instead of every
+ * friend up front (5,000 copies a worst-case query, most never a hit). */
+typedef struct friend_ids {
+    const hr_slice *ids;
+    hr_slice *owned; /* NULL: ids outlive the answer */
+    hr_arena *a;
+} friend_ids;
+
+static hr_slice friend_id(friend_ids *fr, size_t f) {
+    if (fr->owned == NULL) return fr->ids[f];
+    if (fr->owned[f].ptr == NULL) fr->owned[f] = hr_arena_copy(fr->a, fr->ids[f]);
+    return fr->owned[f];
+}
+
 /* The friend ids of q's hits, in friend-list order and each once, into
  * out. Hits from the packed sets and probes come in that order already (up
  * to 5,000 a URL); a list's come in the list's order, and are put in order
  * through a bitmap of the n_friends friends, which also drops a friend
  * counted twice (qsort of those hits was ~9 % of a worst-case query). */
-static void hits_out(qurl *q, const hr_slice *friends, size_t n_friends, hr_arena *a, hr_url_reads *out) {
+static void hits_out(qurl *q, friend_ids *fr, size_t n_friends, hr_arena *a, hr_url_reads *out) {
     out->friends = hr_arena_alloc(a, (q->n_hits + 1) * sizeof *out->friends);
     out->n_friends = 0;
     size_t sorted = 1;
@@ -542,7 +558,7 @@ static void hits_out(qurl *q, const hr_slice *friends, size_t n_friends, hr_aren
         sorted++;
     if (sorted >= q->n_hits) {
         for (size_t i = 0; i < q->n_hits; i++)
-            if (i == 0 || q->hits[i] != q->hits[i - 1]) out->friends[out->n_friends++] = friends[q->hits[i]];
+            if (i == 0 || q->hits[i] != q->hits[i - 1]) out->friends[out->n_friends++] = friend_id(fr, q->hits[i]);
         return;
     }
     size_t words = (n_friends + 63) / 64;
@@ -551,7 +567,7 @@ static void hits_out(qurl *q, const hr_slice *friends, size_t n_friends, hr_aren
         hit[q->hits[i] / 64] |= UINT64_C(1) << (q->hits[i] % 64);
     for (size_t w = 0; w < words; w++)
         for (uint64_t bits = hit[w]; bits; bits &= bits - 1)
-            out->friends[out->n_friends++] = friends[64 * w + (size_t)__builtin_ctzll(bits)];
+            out->friends[out->n_friends++] = friend_id(fr, 64 * w + (size_t)__builtin_ctzll(bits));
 }
 
 /* The friends of uid: one range read of the graph's friend set, added to b;
@@ -569,28 +585,33 @@ static size_t friends_op(hr_reading *r, hr_batch *b, hr_slice uid, bool reverse)
     return op;
 }
 
-/* The members of res copied into a, in its order or reversed. */
-static hr_slice *copy_members(const hr_result *res, bool reversed, hr_arena *a, size_t *n) {
+/* The members of res, in its order or reversed: copied into a, or borrowed
+ * (pointing into res). */
+static hr_slice *copy_members(const hr_result *res, bool reversed, bool borrow, hr_arena *a, size_t *n) {
     hr_slice *ids = hr_arena_alloc(a, (res->n_entries + 1) * sizeof *ids);
-    for (size_t i = 0; i < res->n_entries; i++)
-        ids[reversed ? res->n_entries - 1 - i : i] = hr_arena_copy(a, res->entries[i].member);
+    for (size_t i = 0; i < res->n_entries; i++) {
+        hr_slice m = res->entries[i].member;
+        ids[reversed ? res->n_entries - 1 - i : i] = borrow ? m : hr_arena_copy(a, m);
+    }
     *n = res->n_entries;
     return ids;
 }
 
 /* The newest HR_READING_FRIENDS_MAX friends of uid, newest first, from
  * fwd, friends_op's oldest-first read: it holds them all unless the user has
- * more, who then costs one more round trip, reading newest first. */
-static int friends_of(hr_reading *r, hr_slice uid, const hr_result *fwd, hr_arena *a, hr_slice **friends,
-                      size_t *n, hr_err *err) {
+ * more, who then costs one more round trip, reading newest first. *borrowed:
+ * the ids point into fwd (if borrow allows it), else they are copies in a. */
+static int friends_of(hr_reading *r, hr_slice uid, const hr_result *fwd, bool borrow, hr_arena *a,
+                      hr_slice **friends, size_t *n, bool *borrowed, hr_err *err) {
+    *borrowed = borrow && !fwd->more;
     if (!fwd->more) {
-        *friends = copy_members(fwd, true, a, n);
+        *friends = copy_members(fwd, true, borrow, a, n);
         return HR_OK;
     }
     hr_batch *b = hr_batch_new();
     size_t op = friends_op(r, b, uid, true);
     int rc = hr_core_exec(r->store, b, 0, "friends-reads", err);
-    if (rc == HR_OK) *friends = copy_members(hr_batch_result(b, op), false, a, n);
+    if (rc == HR_OK) *friends = copy_members(hr_batch_result(b, op), false, false, a, n);
     hr_batch_free(b);
     return rc;
 }
@@ -734,12 +755,15 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
     st.round_trips = 1;
     hr_batch *b2 = hr_batch_new();
     if (rc != HR_OK) goto done;
-    if (!friends) {
+    friend_ids fr = {.ids = friends, .a = a};
+    if (!friends) { /* borrowed from b, which lives until the answer is out */
         hr_slice *mine;
-        rc = friends_of(r, uid, hr_batch_result(b, fop), a, &mine, &n_friends, err);
+        bool borrowed;
+        rc = friends_of(r, uid, hr_batch_result(b, fop), true, a, &mine, &n_friends, &borrowed, err);
         if (rc != HR_OK) goto done;
         st.round_trips += hr_batch_result(b, fop)->more;
-        friends = mine;
+        friends = fr.ids = mine;
+        if (borrowed) fr.owned = hr_arena_calloc(a, n_friends * sizeof *fr.owned);
     }
     st.friends = n_friends;
     hr_rplan_friends fi;
@@ -824,7 +848,7 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
     for (size_t j = 0; j < nq; j++) {
         answer[j].url = q[j].canonical;
         answer[j].readers = q[j].size;
-        hits_out(&q[j], friends, n_friends, a, &answer[j]);
+        hits_out(&q[j], &fr, n_friends, a, &answer[j]);
     }
     for (size_t i = 0; i < n_urls; i++)
         out[i] = answer[of[i]];
@@ -881,7 +905,8 @@ int hr_reading_friends_popular(hr_reading *r, hr_slice uid, hr_window w, size_t 
     rc = hr_core_exec(r->store, b, 0, "friends-popular", err);
     size_t m = 0;
     hr_slice *friends = NULL;
-    if (rc == HR_OK) rc = friends_of(r, uid, hr_batch_result(b, fop), a, &friends, &m, err);
+    bool borrowed; /* never: b is reset below */
+    if (rc == HR_OK) rc = friends_of(r, uid, hr_batch_result(b, fop), false, a, &friends, &m, &borrowed, err);
     if (rc != HR_OK || m == 0) goto done;
 
     /* Round trip 2: each friend's newest reads in the window. */
