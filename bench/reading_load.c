@@ -57,7 +57,7 @@
  * usage: reading_load --store URI [--scale F] [--heavy N] [--threads N]
  *                     [--seed N] [--calls N] [--warmup F] [--duration S]
  *                     [--out DIR] [--sides 1] [--reuse 1] [--only NAME]
- *                     [--url-sets 0]
+ *                     [--url-sets 0] [--set NAME=VALUE]...
  *
  * --warmup F: before a query's --calls timed calls, F x calls calls of the
  * same kind (default 0.5), reported as *_COLD_* (0: none).
@@ -67,7 +67,9 @@
  * for comparing builds on one dataset without reloading it. --only NAME
  * measures only the queries whose names contain NAME (to profile one).
  * --url-sets 0 plans friends-reads as if URL sets did not exist (the choice
- * before them), to compare the two on one store in one build. */
+ * before them), to compare the two on one store in one build. --set
+ * NAME=VALUE: a server setting (core/config.h) for the store as herald
+ * would open it, e.g. --set store_cache=4g; repeatable. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -83,6 +85,7 @@
 #include "common/arena.h"
 #include "common/buf.h"
 #include "common/clock.h"
+#include "core/config.h"
 #include "core/graph.h"
 #include "core/reading.h"
 #include "core/url.h"
@@ -624,11 +627,13 @@ static void usage(void) {
     fprintf(stderr,
             "usage: " TOOL " --store URI [--scale F] [--heavy N] [--threads N] [--seed N] [--calls N]\n"
             "                    [--warmup F] [--duration S] [--out DIR] [--sides 1] [--reuse 1]\n"
-            "                    [--only NAME] [--url-sets 0]\n");
+            "                    [--only NAME] [--url-sets 0] [--set NAME=VALUE]...\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
+    hr_config cfg; /* the store's settings (--set) */
+    hr_config_init(&cfg);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (v == NULL) usage();
@@ -658,7 +663,10 @@ int main(int argc, char **argv) {
             opt.reuse = atoi(v) != 0;
         else if (strcmp(a, "--url-sets") == 0)
             opt.no_url_sets = atoi(v) == 0;
-        else
+        else if (strcmp(a, "--set") == 0) {
+            hr_err err = {0};
+            if (hr_config_set_pair(&cfg, v, &err) != HR_OK) die("--set %s: %s", v, err.msg);
+        } else
             usage();
         i++;
     }
@@ -668,7 +676,8 @@ int main(int argc, char **argv) {
     n_heavy = opt.heavy < n_users ? opt.heavy : n_users;
     if (n_users < 1000) die("--scale %.3f gives %zu users; at least 1000 are needed", opt.scale, n_users);
     hr_err err = {0};
-    check(hr_store_open(opt.store, NULL, &store, &err), &err, "open");
+    hr_store_options sopts = hr_config_store_options(&cfg);
+    check(hr_store_open(opt.store, &sopts, &store, &err), &err, "open");
     graph = hr_graph_new(store, "");
     hr_rplan_costs costs = hr_rplan_default_costs();
     if (opt.no_url_sets) costs.set_test = 1e9;
@@ -767,7 +776,7 @@ reopen:
     hr_graph_free(graph);
     hr_store_close(store);
     double t_reopen = bu_now();
-    check(hr_store_open(opt.store, NULL, &store, &err), &err, "reopen");
+    check(hr_store_open(opt.store, &sopts, &store, &err), &err, "reopen");
     graph = hr_graph_new(store, "");
     reading = hr_reading_new(store, graph, &ro);
     printf("REOPEN_SECS=%.1f\n", bu_now() - t_reopen);
@@ -816,6 +825,7 @@ reopen:
     hr_reading_free(reading);
     hr_graph_free(graph);
     hr_store_close(store);
+    hr_config_free(&cfg);
     fprintf(stderr, TOOL ": done\n");
     return 0;
 }

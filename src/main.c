@@ -126,14 +126,6 @@ static int authenticate(void *ctx, hr_slice credential, hr_principal *out) {
     return HR_OK;
 }
 
-/* The store's options from the settings (serve and load open it alike). */
-static hr_store_options store_options(const hr_config *cfg) {
-    return (hr_store_options){.sync = cfg->sync,
-                              .timeout_ms = (int)cfg->store_timeout,
-                              .cache_bytes = cfg->store_cache,
-                              .chunk_cache_bytes = cfg->chunk_cache};
-}
-
 /* Apply the command line to cfg: --config files first, then every other flag
  * in order. Returns 0, or EXIT_USAGE after printing why. */
 static int parse_serve_args(int argc, char **argv, hr_config *cfg) {
@@ -232,7 +224,7 @@ static int serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    hr_store_options sopts = store_options(&cfg);
+    hr_store_options sopts = hr_config_store_options(&cfg);
     if (hr_store_open(cfg.store, &sopts, &store, &err) != HR_OK) {
         fprintf(stderr, "herald: cannot open store %s: %s\n", cfg.store, err.msg);
         status = 1;
@@ -361,7 +353,7 @@ static int load(int argc, char **argv) {
     if (cfg.threads) lo.threads = (unsigned)cfg.threads;
     hr_store *store = NULL;
     hr_err err = {0};
-    hr_store_options sopts = store_options(&cfg);
+    hr_store_options sopts = hr_config_store_options(&cfg);
     if (status == 0 && hr_store_open(cfg.store, &sopts, &store, &err) != HR_OK) {
         fprintf(stderr, "herald load: cannot open store %s: %s\n", cfg.store, err.msg);
         status = 1;

@@ -159,3 +159,10 @@ void hr_config_print_help(FILE *f) {
     HR_SETTINGS(HR_CFG_HELP_)
 #undef HR_CFG_HELP_
 }
+
+hr_store_options hr_config_store_options(const hr_config *cfg) {
+    return (hr_store_options){.sync = cfg->sync,
+                              .timeout_ms = (int)cfg->store_timeout,
+                              .cache_bytes = cfg->store_cache,
+                              .chunk_cache_bytes = cfg->chunk_cache};
+}

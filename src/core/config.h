@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "common/err.h"
+#include "store/store.h"
 
 /* X(name, type, default, help) */
 #define HR_SETTINGS(X)                                                                  \
@@ -58,6 +59,10 @@ typedef struct hr_config {
     HR_SETTINGS(HR_CFG_FIELD_)
 #undef HR_CFG_FIELD_
 } hr_config;
+
+/* The store's options the settings give (herald serve and load, and the
+ * benches' loaders, open it alike). */
+hr_store_options hr_config_store_options(const hr_config *cfg);
 
 /* Fill cfg with the defaults. The caller releases it with hr_config_free. */
 void hr_config_init(hr_config *cfg);
