@@ -193,6 +193,16 @@ ensure_cluster() {
 # caller's cleanup). PostgreSQL refuses to run as root: as root it runs as the
 # 'postgres' user (as_pg), which must reach DIR's parent and the data files.
 
+# cache_mb: the memory a bench gives a server's own cache, in MB: a quarter
+# of the machine's, at most 4 GB. PostgreSQL's shared_buffers, and the
+# RocksDB block cache (store_cache) of the herald it is compared with.
+cache_mb() {
+    local mb
+    mb=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 4 ))
+    [ "$mb" -gt 4096 ] && mb=4096
+    echo "$mb"
+}
+
 as_pg() {
     if [ "$(id -u)" -eq 0 ]; then runuser -u "$PG_USER" -- "$@"; else "$@"; fi
 }
@@ -243,7 +253,7 @@ pg_start() {
     # wal_level=minimal, fsync=off and no autovacuum only speed up the load.
     local mem_kb sb_mb ecs_mb
     mem_kb=$(awk '/MemTotal/ {print $2}' /proc/meminfo)
-    sb_mb=$(( mem_kb / 1024 / 4 )); [ "$sb_mb" -gt 4096 ] && sb_mb=4096
+    sb_mb=$(cache_mb)
     ecs_mb=$(( mem_kb / 1024 / 2 ))
     PG_OPTS="-c listen_addresses=127.0.0.1 -c port=$PG_PORT -c unix_socket_directories=$sock \
 -c shared_buffers=${sb_mb}MB -c effective_cache_size=${ecs_mb}MB -c work_mem=64MB -c maintenance_work_mem=1GB \

@@ -587,7 +587,7 @@ static size_t friends_op(hr_reading *r, hr_batch *b, hr_slice uid, bool reverse)
 
 /* The members of res, in its order or reversed: copied into a, or borrowed
  * (pointing into res). */
-static hr_slice *copy_members(const hr_result *res, bool reversed, bool borrow, hr_arena *a, size_t *n) {
+static hr_slice *member_ids(const hr_result *res, bool reversed, bool borrow, hr_arena *a, size_t *n) {
     hr_slice *ids = hr_arena_alloc(a, (res->n_entries + 1) * sizeof *ids);
     for (size_t i = 0; i < res->n_entries; i++) {
         hr_slice m = res->entries[i].member;
@@ -605,13 +605,13 @@ static int friends_of(hr_reading *r, hr_slice uid, const hr_result *fwd, bool bo
                       hr_slice **friends, size_t *n, bool *borrowed, hr_err *err) {
     *borrowed = borrow && !fwd->more;
     if (!fwd->more) {
-        *friends = copy_members(fwd, true, borrow, a, n);
+        *friends = member_ids(fwd, true, borrow, a, n);
         return HR_OK;
     }
     hr_batch *b = hr_batch_new();
     size_t op = friends_op(r, b, uid, true);
     int rc = hr_core_exec(r->store, b, 0, "friends-reads", err);
-    if (rc == HR_OK) *friends = copy_members(hr_batch_result(b, op), false, false, a, n);
+    if (rc == HR_OK) *friends = member_ids(hr_batch_result(b, op), false, false, a, n);
     hr_batch_free(b);
     return rc;
 }
