@@ -11,7 +11,9 @@
 #      many popular) and "tail" feeds (URLs uniform over the ranks: mostly read by
 #      few), p50/p99 and calls/s on 2 threads; read recording; popular, trending,
 #      friends-popular. Bytes on disk per recorded read: the RocksDB directory
-#      (closed) over the reads recorded.
+#      (closed) over the reads recorded. The store gets a block cache
+#      (store_cache) of the memory PostgreSQL gets for shared_buffers (cache_mb,
+#      lib.sh: a quarter of RAM, at most 4 GB), here and in part 2.
 #   2. herald serve on that directory, measured with wrk (--latency):
 #      friends-reads for both kinds of feed and for "worst" (bench/friends_reads.lua,
 #      2 connections, so the latencies are the server's plus loopback), and read
@@ -96,8 +98,9 @@ if awk -v l="${LOAD_START%% *}" 'BEGIN { exit !(l > 0.5) }'; then
 fi
 
 mkdir -p "$DATA"
+STORE_CACHE="store_cache=$(cache_mb)m" # as PostgreSQL's shared_buffers
 lcmd=(nice "$LOADER" --store "rocksdb:$STORE_DIR" --scale "$SCALE" --heavy "$HEAVY" --threads 2 --calls "$CALLS"
-      --duration "$DUR" --out "$DATA")
+      --duration "$DUR" --out "$DATA" --set "$STORE_CACHE")
 COMMANDS+=("$(quote_cmd "${lcmd[@]}")")
 log "loading (scale $SCALE): ${lcmd[*]}"
 { "${lcmd[@]}" 2>&1 >"$TMP/load.env" | tee "$TMP/load.log" >&2; } || { tail_log "$TMP/load.log"; die "reading_load failed"; }
@@ -110,7 +113,7 @@ log "loaded: $READS_RECORDED reads recorded, RocksDB $(du -sh "$STORE_DIR" | cut
 
 # ---- 2. herald over HTTP ------------------------------------------------------------
 
-start_herald rocksdb "rocksdb:$STORE_DIR"
+start_herald rocksdb "rocksdb:$STORE_DIR" --set "$STORE_CACHE"
 URL=$HERALD_URL
 export BENCH_FEEDS_FILE=$DATA/feeds.txt BENCH_USERS_FILE=$DATA/query_users.txt
 
@@ -331,6 +334,7 @@ mkdir -p "$RESULTS_DIR"
     echo "- commit: $COMMIT$DIRTY"
     echo "- machine: $(nproc) cores, $MODEL, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r)"
     echo "- tools: $(wrk --version 2>&1 | head -n1 | awk '{print $1, $2}')${PG_VERSION:+, PostgreSQL $PG_VERSION}"
+    echo "- memory: herald's RocksDB block cache \`$STORE_CACHE\`, as PostgreSQL's shared_buffers (other settings at their defaults)"
     echo "- load average: $LOAD_START before the run, $LOAD_AVG_AFTER_LOAD after the load, $(loadavg) at the end (the machine is shared: other work skews the numbers)"
     echo "- **scale $SCALE, $HEAVY heavy readers: $FULL**: $USERS users ($FRIENDSHIPS friendships, $FRIENDS_MEAN friends on average, at most $FRIENDS_MAX; $USERS_WITH_2000_FRIENDS users with 2 000 or more), $URLS URLs, $READS_SENT reads sent, $READS_RECORDED answered \"recorded\" (a repeated read of a page is kept as its newest), $QUERY_USERS users with 405..495 friends asked for"
     echo "- time: friend sets $FRIENDS_SECS s, reads $LOAD_SECS s ($LOAD_READS_PER_S/s); whole run $TOTAL_S s; RocksDB $(du -sh "$STORE_DIR" 2>/dev/null | cut -f1)${PG_LOAD_S:+; PostgreSQL loaded in $PG_LOAD_S s ($PG_SIZE)}"
@@ -358,7 +362,7 @@ mkdir -p "$RESULTS_DIR"
     echo
     cat "$NET"
     echo
-    echo "herald: \`herald serve --threads 2\` on the loaded directory, wrk (--latency, ${DUR} s after ${WARMUP} s of warm-up):"
+    echo "herald: \`herald serve --threads 2 --set $STORE_CACHE\` on the loaded directory, wrk (--latency, ${DUR} s after ${WARMUP} s of warm-up):"
     echo "friends-reads with bench/friends_reads.lua (2 connections), recording with bench/reads_post.lua."
     if [ "$SKIP_PG" != 1 ]; then
         echo
