@@ -599,11 +599,11 @@ static hr_slice *member_ids(const hr_result *res, bool reversed, bool borrow, hr
 
 /* The newest HR_READING_FRIENDS_MAX friends of uid, newest first, from
  * fwd, friends_op's oldest-first read: it holds them all unless the user has
- * more, who then costs one more round trip, reading newest first. *borrowed:
- * the ids point into fwd (if borrow allows it), else they are copies in a. */
+ * more, who then costs one more round trip, reading newest first. With
+ * borrow, the ids of a fwd that holds them all (!fwd->more) point into it;
+ * else they are copies in a. */
 static int friends_of(hr_reading *r, hr_slice uid, const hr_result *fwd, bool borrow, hr_arena *a,
-                      hr_slice **friends, size_t *n, bool *borrowed, hr_err *err) {
-    *borrowed = borrow && !fwd->more;
+                      hr_slice **friends, size_t *n, hr_err *err) {
     if (!fwd->more) {
         *friends = member_ids(fwd, true, borrow, a, n);
         return HR_OK;
@@ -758,10 +758,10 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
     friend_ids fr = {.ids = friends, .a = a};
     if (!friends) { /* borrowed from b, which lives until the answer is out */
         hr_slice *mine;
-        bool borrowed;
-        rc = friends_of(r, uid, hr_batch_result(b, fop), true, a, &mine, &n_friends, &borrowed, err);
+        bool borrowed = !hr_batch_result(b, fop)->more; /* friends_of's rule */
+        rc = friends_of(r, uid, hr_batch_result(b, fop), true, a, &mine, &n_friends, err);
         if (rc != HR_OK) goto done;
-        st.round_trips += hr_batch_result(b, fop)->more;
+        st.round_trips += !borrowed;
         friends = fr.ids = mine;
         if (borrowed) fr.owned = hr_arena_calloc(a, n_friends * sizeof *fr.owned);
     }
@@ -905,8 +905,7 @@ int hr_reading_friends_popular(hr_reading *r, hr_slice uid, hr_window w, size_t 
     rc = hr_core_exec(r->store, b, 0, "friends-popular", err);
     size_t m = 0;
     hr_slice *friends = NULL;
-    bool borrowed; /* never: b is reset below */
-    if (rc == HR_OK) rc = friends_of(r, uid, hr_batch_result(b, fop), false, a, &friends, &m, &borrowed, err);
+    if (rc == HR_OK) rc = friends_of(r, uid, hr_batch_result(b, fop), false, a, &friends, &m, err); /* copies: b is reset below */
     if (rc != HR_OK || m == 0) goto done;
 
     /* Round trip 2: each friend's newest reads in the window. */
