@@ -153,6 +153,7 @@
 
 #define DEFAULT_CACHE_BYTES ((size_t)256 << 20)
 #define DEFAULT_CHUNK_CACHE_BYTES ((size_t)512 << 20)
+#define DEFAULT_META_CACHE_BYTES ((size_t)256 << 20)
 
 static const char *const cf_names[CF_COUNT_] = {"default", "subkeys", "zindex", "sketch", "timelists", "queues"};
 
@@ -298,16 +299,6 @@ static void free_options(rocksdb_options_t *o, rocksdb_options_t *cfopts[CF_COUN
     rocksdb_options_destroy(o);
 }
 
-/* The packed-set chunk cache for budget bytes: a slot per 4 KiB of it (a
- * chunk holds 2-8 KiB), so that the direct-mapped slots rarely make two
- * chunks of the working set evict each other. */
-static rcache *chunk_cache_new(size_t budget) {
-    size_t slots = 1024;
-    while (slots < budget / 4096)
-        slots *= 2;
-    return rcache_new(slots, 1u << 16, budget);
-}
-
 static int open_(const char *uri, const hr_store_options *opts, hr_store **out, hr_err *err) {
     *out = NULL;
     const char *path = uri + strlen(hr_rocks_backend.uri_prefix);
@@ -325,9 +316,16 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     atomic_init(&s->filters_may_read, false);
     s->zreg = zreg_new(opts);
     s->tlc = tlcache_new(opts->tl_hot_keep);
-    /* The first is bounded by its slots (64 MiB at most). */
-    s->meta_cache = rcache_new(16384, 4096, (size_t)16384 * 4096);
-    s->chunk_cache = chunk_cache_new(opts->chunk_cache_bytes ? opts->chunk_cache_bytes : DEFAULT_CHUNK_CACHE_BYTES);
+    /* A slot per 256 bytes of the metadata cache: its records (a URL's
+     * readers inline, a set's size) are ~50-200 bytes, and a friends-reads
+     * of a feed of 100 rarely read URLs is 100 of them. A slot per 4 KiB of
+     * the chunk cache (a chunk holds 2-8 KiB). Both so that the
+     * direct-mapped slots rarely make two records of the working set evict
+     * each other. */
+    s->meta_cache = rcache_for_memory(opts->meta_cache_bytes ? opts->meta_cache_bytes : DEFAULT_META_CACHE_BYTES,
+                                      256, 4096);
+    s->chunk_cache = rcache_for_memory(
+        opts->chunk_cache_bytes ? opts->chunk_cache_bytes : DEFAULT_CHUNK_CACHE_BYTES, 4096, 1u << 16);
     s->zset_cache = rcache_new(ZC_SLOTS, ZC_MAX_BYTES, ZC_BUDGET);
     s->views = vspares_new();
 

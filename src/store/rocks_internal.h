@@ -321,8 +321,12 @@ vspares *vspares_new(void);
 void vspares_free(vspares *v);
 /* The record cache (rocks_view.c says when a batch may use it): nslots
  * slots (a power of two) of values up to max_value bytes, budget bytes of
- * values in all (a value that would pass it is not kept). */
+ * records (keys and values) in all (a record that would pass it is not
+ * kept). */
 rcache *rcache_new(size_t nslots, size_t max_value, size_t budget);
+/* The same in memory bytes: a slot (48 bytes) per bytes_per_slot of it, at
+ * least 1,024, rounded up to a power of two; the records get the rest. */
+rcache *rcache_for_memory(size_t memory, size_t bytes_per_slot, size_t max_value);
 void rcache_free(rcache *c);
 /* Bracket a write of a cached kind of record made outside a batch's commit
  * (stamp: the DB's latest sequence number after it). */

@@ -515,14 +515,16 @@ typedef struct rslot {
 struct rcache {
     size_t nslots; /* a power of two */
     size_t max_value;
-    size_t budget;        /* bytes of values all slots may hold together */
-    _Atomic size_t bytes; /* bytes of values the slots hold */
+    size_t budget;        /* bytes of records (key and value) all slots may hold together */
+    _Atomic size_t bytes; /* bytes of records the slots hold */
     pthread_mutex_t locks[RCACHE_LOCKS];
     rslot *slots;
 };
 
 rcache *rcache_new(size_t nslots, size_t max_value, size_t budget) {
     rcache *c = hr_xcalloc(1, sizeof *c);
+    /* calloc: the slots' pages are the kernel's zero page until first used,
+     * so a big cache costs memory only as it fills */
     c->nslots = nslots;
     c->max_value = max_value;
     c->budget = budget;
@@ -531,6 +533,16 @@ rcache *rcache_new(size_t nslots, size_t max_value, size_t budget) {
     for (size_t i = 0; i < RCACHE_LOCKS; i++)
         pthread_mutex_init(&c->locks[i], NULL);
     return c;
+}
+
+rcache *rcache_for_memory(size_t memory, size_t bytes_per_slot, size_t max_value) {
+    size_t slots = 1024;
+    while (slots < memory / bytes_per_slot)
+        slots *= 2;
+    size_t slot_bytes = slots * sizeof(rslot);
+    /* the slots come out of the memory, at most half of it */
+    size_t records = memory - (slot_bytes < memory / 2 ? slot_bytes : memory / 2);
+    return rcache_new(slots, max_value, records);
 }
 
 void rcache_free(rcache *c) {
@@ -567,21 +579,27 @@ static rblob *slot_share(rslot *sl) {
     return sl->blob;
 }
 
+/* The bytes of the budget a locked slot's record uses. */
+static size_t slot_bytes(const rslot *sl) {
+    return sl->blob ? (size_t)sl->klen + sl->vlen : 0;
+}
+
 /* Empty a locked slot. */
 static void slot_empty(rcache *c, rslot *sl) {
-    atomic_fetch_sub_explicit(&c->bytes, sl->vlen, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&c->bytes, slot_bytes(sl), memory_order_relaxed);
     rcache_release(sl->blob);
     sl->blob = NULL;
     sl->vlen = 0;
     sl->state = V_EMPTY;
 }
 
-/* Whether a value of len bytes may replace what a locked slot holds. The
- * budget is checked without a global lock, so threads filling other slots
- * at the same instant may overshoot it by one value each. */
-static bool slot_fits(rcache *c, const rslot *sl, size_t len) {
-    size_t held = atomic_load_explicit(&c->bytes, memory_order_relaxed) - sl->vlen;
-    return len <= c->max_value && held + len <= c->budget;
+/* Whether key's record, with a value of len bytes, may replace what a
+ * locked slot holds. The budget is checked without a global lock, so
+ * threads filling other slots at the same instant may overshoot it by one
+ * record each. */
+static bool slot_fits(rcache *c, const rslot *sl, hr_slice key, size_t len) {
+    size_t held = atomic_load_explicit(&c->bytes, memory_order_relaxed) - slot_bytes(sl);
+    return len <= c->max_value && held + key.len + len <= c->budget;
 }
 
 /* Store a record in a locked slot (slot_fits said it may). */
@@ -590,8 +608,8 @@ static void slot_fill(rcache *c, rslot *sl, uint64_t h, hr_slice key, bool found
     memcpy(blob->bytes, key.ptr, key.len);
     if (found && raw.len) memcpy(blob->bytes + key.len, raw.ptr, raw.len);
     size_t vlen = found ? raw.len : 0;
-    atomic_fetch_add_explicit(&c->bytes, vlen, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&c->bytes, sl->vlen, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->bytes, key.len + vlen, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&c->bytes, slot_bytes(sl), memory_order_relaxed);
     rcache_release(sl->blob);
     sl->hash = h;
     sl->blob = blob;
@@ -614,7 +632,7 @@ void rcache_write_end(rcache *c, hr_slice key, bool ok, bool found, hr_slice raw
     pthread_mutex_t *lock;
     rslot *sl = slot_lock(c, key, &h, &lock);
     sl->influx--;
-    if (ok && slot_fits(c, sl, found ? raw.len : 0)) {
+    if (ok && slot_fits(c, sl, key, found ? raw.len : 0)) {
         slot_fill(c, sl, h, key, found, raw, stamp);
     } else if (slot_holds(sl, h, key)) { /* failed, or no room to keep it: forget it */
         slot_empty(c, sl);
@@ -643,7 +661,7 @@ static void offer(rcache *c, hr_slice key, bool found, hr_slice val, uint64_t se
     uint64_t h;
     pthread_mutex_t *lock;
     rslot *sl = slot_lock(c, key, &h, &lock);
-    if (sl->influx == 0 && sl->watermark <= seq && slot_fits(c, sl, found ? val.len : 0))
+    if (sl->influx == 0 && sl->watermark <= seq && slot_fits(c, sl, key, found ? val.len : 0))
         slot_fill(c, sl, h, key, found, val, seq);
     pthread_mutex_unlock(lock);
 }

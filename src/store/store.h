@@ -90,6 +90,13 @@ typedef struct hr_store_options {
      * friends-reads tests 450 friends against every chunk of ~70 popular
      * URLs' reader sets, so this is its working set. Redis: ignored. */
     size_t chunk_cache_bytes;
+    /* RocksDB: memory in bytes for recently read metadata records (a
+     * set's size and, for a small set, its members: a rarely read URL's
+     * readers), a slot of 48 bytes per 256; 0 means the default (256 MiB).
+     * A friends-reads of a feed of 100 rarely read URLs reads 100 of them,
+     * and from the block cache each costs ~2.5 us (BENCHMARKS.md, reading
+     * round 11). Redis: ignored. */
+    size_t meta_cache_bytes;
     /* Redis: per-command timeout in milliseconds; 0 means 2000. */
     int timeout_ms;
     /* RocksDB: sorted sets whose members keep changing score (rankings) are

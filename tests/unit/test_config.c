@@ -57,6 +57,9 @@ Test(config, defaults_and_set) {
     cr_assert_eq(c.chunk_cache, (size_t)512 << 20);
     cr_assert_eq(hr_config_set_pair(&c, "chunk_cache = 64m", &err), HR_OK);
     cr_assert_eq(c.chunk_cache, (size_t)64 << 20);
+    cr_assert_eq(c.meta_cache, (size_t)256 << 20);
+    cr_assert_eq(hr_config_set_pair(&c, "meta_cache = 1g", &err), HR_OK);
+    cr_assert_eq(hr_config_store_options(&c).meta_cache_bytes, (size_t)1 << 30);
     cr_assert_eq(hr_config_set_pair(&c, "counter_ttl = 2h", &err), HR_OK);
     cr_assert_eq(c.counter_ttl, 7200000);
     cr_assert_eq(hr_config_set_pair(&c, "store=redis://127.0.0.1:7000", &err), HR_OK);

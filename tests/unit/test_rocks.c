@@ -512,6 +512,38 @@ Test(rocks_internals, the_set_cache_keeps_a_thousand_friend_lists) {
     cr_assert(kept >= 985 && kept <= 1000, "%zu of 1000 friend lists kept", kept);
 }
 
+Test(rocks_internals, the_metadata_cache_keeps_twenty_thousand_small_sets) {
+    /* 20,000 sets of two members (a rarely read URL's readers, kept inline
+     * in the set's metadata record), each read once: the default cache
+     * keeps nearly all of them. With 16,384 slots (its size before) at most
+     * 16,384 could stay, fewer for collisions; a friends-reads of 200
+     * feeds of 100 such URLs then read most of them from RocksDB */
+    enum { SETS = 20000 };
+    hr_batch *w = hr_batch_new();
+    for (long i = 0; i < SETS; i++) {
+        hr_zadd(w, str("url%ld", i), 1.0, hr_slice_str("reader-a"));
+        hr_zadd(w, str("url%ld", i), 2.0, hr_slice_str("reader-b"));
+    }
+    exec(w);
+    hr_batch_free(w);
+    hr_store_close(S);
+    S = NULL;
+    open_store();
+    rocks_store *r = (rocks_store *)S;
+    hr_zrange_spec whole = hr_zrange_all(false, 8);
+    for (long i = 0; i < SETS; i += 500) {
+        hr_batch *b = hr_batch_new();
+        for (long j = i; j < i + 500; j++)
+            hr_zrange(b, str("url%ld", j), &whole);
+        exec(b);
+        for (size_t j = 0; j < 500; j++)
+            cr_assert_eq(hr_batch_result(b, j)->n_entries, 2);
+        hr_batch_free(b);
+    }
+    size_t kept = rcache_count(r->meta_cache);
+    cr_assert(kept >= SETS * 98 / 100, "%zu of %d sets' metadata kept", kept, SETS);
+}
+
 Test(rocks_internals, a_range_read_skips_a_set_over_its_size_hint) {
     /* store.h's max_size: RocksDB answers no entries for a bigger set (it
      * would seek into every level), and reads a set as big as the hint */
