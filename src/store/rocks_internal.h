@@ -342,8 +342,10 @@ bool rcache_take(rcache *c, hr_slice key, uint64_t seq, rblob **held, hr_slice *
 void rcache_release(rblob *held);
 /* Ask the CPU for the cache slot of key in cf (record false) or for the
  * record the slot holds (true, once the slot is in cache), ahead of
- * rx_cached on that key. */
+ * rx_cached on that key: loops ask for the slot of the key 2 * RX_AHEAD
+ * ahead and the record of the one RX_AHEAD ahead. */
 void rx_cache_prefetch(rx *x, int cf, hr_slice key, bool record);
+#define RX_AHEAD 8
 /* Keep held until x's view is freed. */
 void rx_hold(rx *x, rblob *held);
 /* Offer val, read at a snapshot taken just after seq, unless a write has

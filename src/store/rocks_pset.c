@@ -697,8 +697,6 @@ size_t pset_plan_size(const rx *x, const hr_op *op, const rmeta *m) {
     return op->type == HR_OP_PSET_CARD ? nc : 1;
 }
 
-#define AHEAD_PLAN 8
-
 void pset_plan(rx *x, const hr_op *op, const rmeta *m, rplan *p) {
     if (!meta_alive(m, x->now) || m->type != T_PSET || m->size == 0) return;
     uint32_t nc = 1u << m->bits;
@@ -717,14 +715,14 @@ void pset_plan(rx *x, const hr_op *op, const rmeta *m, rplan *p) {
             seen[c / 8] |= (unsigned char)(1u << (c % 8));
             cs[ncs++] = c;
         }
-        /* The cache's slot of chunk j + 2 * AHEAD_PLAN and the record of
-         * chunk j + AHEAD_PLAN are asked for while chunk j is looked up: a
+        /* The cache's slot of chunk j + 2 * RX_AHEAD and the record of
+         * chunk j + RX_AHEAD are asked for while chunk j is looked up: a
          * set with more chunks than members asked is a new chunk, so two
          * misses, at nearly every member, and the slot's lock keeps the CPU
          * from overlapping them (BENCHMARKS.md, round 9). */
         for (size_t j = 0; j < ncs; j++) {
-            if (j + 2 * AHEAD_PLAN < ncs) rx_cache_prefetch(x, CF_SUB, ckey_at(&k, cs[j + 2 * AHEAD_PLAN]), false);
-            if (j + AHEAD_PLAN < ncs) rx_cache_prefetch(x, CF_SUB, ckey_at(&k, cs[j + AHEAD_PLAN]), true);
+            if (j + 2 * RX_AHEAD < ncs) rx_cache_prefetch(x, CF_SUB, ckey_at(&k, cs[j + 2 * RX_AHEAD]), false);
+            if (j + RX_AHEAD < ncs) rx_cache_prefetch(x, CF_SUB, ckey_at(&k, cs[j + RX_AHEAD]), true);
             plan_chunk(x, p, ckey_at(&k, cs[j]));
         }
         break;
