@@ -523,12 +523,12 @@ struct rcache {
 
 rcache *rcache_new(size_t nslots, size_t max_value, size_t budget) {
     rcache *c = hr_xcalloc(1, sizeof *c);
-    /* calloc: the slots' pages are the kernel's zero page until first used,
-     * so a big cache costs memory only as it fills */
     c->nslots = nslots;
     c->max_value = max_value;
     c->budget = budget;
     atomic_init(&c->bytes, 0);
+    /* calloc: the slots' pages are the kernel's zero page until first used,
+     * so a big cache costs memory only as it fills */
     c->slots = hr_xcalloc(nslots, sizeof *c->slots);
     for (size_t i = 0; i < RCACHE_LOCKS; i++)
         pthread_mutex_init(&c->locks[i], NULL);
