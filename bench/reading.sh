@@ -44,6 +44,14 @@
 #   BENCH_SKIP_PG         1: skip part 3
 #   BENCH_STRICT          1: exit 1 when a target is missed
 #   BENCH_TMPDIR          where the temp dir goes (TMPDIR, /tmp): ~15 GB at scale 1
+#   BENCH_READING_KEEP    a directory: the loaded store, the exports and the
+#                         loader's figures go there and stay after the run
+#   BENCH_READING_REUSE   a directory an earlier run kept: no load; the store is
+#                         measured again (reopened, part 1's step 7 only) and parts
+#                         2-3 run on it. The load's own figures (load rate,
+#                         recording, right after the load) are that run's, and the
+#                         results file says so. The full-scale load takes about an
+#                         hour here; this re-runs the rest in ~15 minutes
 #   HERALD_BIN            the server (build/herald); READING_LOADER (build/reading_load)
 #   KEEP_TMP              set: keep the temp dir when the run fails
 #
@@ -63,8 +71,12 @@ RESULTS_DIR=$ROOT/bench/results
 RESULTS=$RESULTS_DIR/reading-latest.md
 
 TMP=$(mktemp -d "${BENCH_TMPDIR:-${TMPDIR:-/tmp}}/herald-reading.XXXXXX")
-DATA=$TMP/data
-STORE_DIR=$TMP/rocksdb
+REUSE=${BENCH_READING_REUSE:-}
+KEEP=${BENCH_READING_KEEP:-}
+[ -n "$REUSE" ] && KEEP=""
+DATASET=${REUSE:-${KEEP:-$TMP}} # where the store and the exports live
+DATA=$DATASET/data
+STORE_DIR=$DATASET/rocksdb
 PIDS=()
 PG_DATA=""
 PG_VERSION=""
@@ -97,13 +109,27 @@ if awk -v l="${LOAD_START%% *}" 'BEGIN { exit !(l > 0.5) }'; then
     log "WARNING: load average $LOAD_START before the run: other work on this machine skews the numbers"
 fi
 
-mkdir -p "$DATA"
 STORE_CACHE="store_cache=$(cache_mb)m" # as PostgreSQL's shared_buffers
 lcmd=(nice "$LOADER" --store "rocksdb:$STORE_DIR" --scale "$SCALE" --heavy "$HEAVY" --threads 2 --calls "$CALLS"
-      --duration "$DUR" --out "$DATA" --set "$STORE_CACHE")
+      --duration "$DUR" --set "$STORE_CACHE")
+if [ -n "$REUSE" ]; then
+    [ -f "$REUSE/load.env" ] && [ -d "$STORE_DIR" ] && [ -d "$DATA" ] ||
+        die "BENCH_READING_REUSE=$REUSE: not a directory BENCH_READING_KEEP left (load.env, rocksdb/, data/)"
+    grep -qx "SCALE=$(awk -v s="$SCALE" 'BEGIN { print s + 0 }')" "$REUSE/load.env" ||
+        die "BENCH_READING_REUSE=$REUSE holds another scale than $SCALE (BENCH_READING_SCALE): $(grep '^SCALE=' "$REUSE/load.env")"
+    lcmd+=(--reuse 1)
+    log "reusing the dataset in $REUSE (scale $SCALE): ${lcmd[*]}"
+else
+    [ -e "$STORE_DIR" ] && die "BENCH_READING_KEEP=$KEEP holds a dataset already (reuse it with BENCH_READING_REUSE, or remove it)"
+    mkdir -p "$DATA"
+    lcmd+=(--out "$DATA")
+    log "loading (scale $SCALE): ${lcmd[*]}"
+fi
 COMMANDS+=("$(quote_cmd "${lcmd[@]}")")
-log "loading (scale $SCALE): ${lcmd[*]}"
-{ "${lcmd[@]}" 2>&1 >"$TMP/load.env" | tee "$TMP/load.log" >&2; } || { tail_log "$TMP/load.log"; die "reading_load failed"; }
+{ "${lcmd[@]}" 2>&1 >"$TMP/load.new.env" | tee "$TMP/load.log" >&2; } || { tail_log "$TMP/load.log"; die "reading_load failed"; }
+# The load's figures, then this run's (with --reuse 1: the reopened ones only).
+if [ -n "$REUSE" ]; then cat "$REUSE/load.env" "$TMP/load.new.env" >"$TMP/load.env"; else cp "$TMP/load.new.env" "$TMP/load.env"; fi
+[ -n "$KEEP" ] && cp "$TMP/load.env" "$KEEP/load.env"
 LOAD_AVG_AFTER_LOAD=$(loadavg)
 # shellcheck disable=SC1090
 . "$TMP/load.env"
@@ -151,10 +177,12 @@ stop_pid "$HERALD_PID"
 PG_RESULTS=()    # "name|tps|p50|p99|failed"
 PG_CHECK=""; PG_LOAD_S=""; PG_SIZE=""; PG_PLAN=""
 if [ "$SKIP_PG" != 1 ]; then
-    chmod 711 "$TMP"
+    chmod 711 "$TMP" "$DATASET"
     chmod 755 "$DATA"
-    cat "$DATA"/reads.*.tsv >"$DATA/reads.tsv"
-    rm -f "$DATA"/reads.*.tsv
+    if compgen -G "$DATA/reads.*.tsv" >/dev/null; then # one file per loader thread (a reused dataset has one already)
+        cat "$DATA"/reads.*.tsv >"$DATA/reads.tsv"
+        rm -f "$DATA"/reads.*.tsv
+    fi
     chmod 644 "$DATA"/*.tsv "$DATA"/*.txt
     pg_start "$TMP"
     # The seed's schema: a row per (user, hash of URL) read, friends as rows.
@@ -337,6 +365,7 @@ mkdir -p "$RESULTS_DIR"
     echo "- memory: herald's RocksDB block cache \`$STORE_CACHE\`, as PostgreSQL's shared_buffers (other settings at their defaults)"
     echo "- load average: $LOAD_START before the run, $LOAD_AVG_AFTER_LOAD after the load, $(loadavg) at the end (the machine is shared: other work skews the numbers)"
     echo "- **scale $SCALE, $HEAVY heavy readers: $FULL**: $USERS users ($FRIENDSHIPS friendships, $FRIENDS_MEAN friends on average, at most $FRIENDS_MAX; $USERS_WITH_2000_FRIENDS users with 2 000 or more), $URLS URLs, $READS_SENT reads sent, $READS_RECORDED answered \"recorded\" (a repeated read of a page is kept as its newest), $QUERY_USERS users with 405..495 friends asked for"
+    [ -n "$REUSE" ] && echo "- **dataset reused** from \`$REUSE\` (BENCH_READING_REUSE), loaded by an earlier run: the load's figures (load rate, friend sets, recording, the in-process rows without REOPENED_) are that run's; everything after the reopen, over HTTP and PostgreSQL is this run's"
     echo "- time: friend sets $FRIENDS_SECS s, reads $LOAD_SECS s ($LOAD_READS_PER_S/s); whole run $TOTAL_S s; RocksDB $(du -sh "$STORE_DIR" 2>/dev/null | cut -f1)${PG_LOAD_S:+; PostgreSQL loaded in $PG_LOAD_S s ($PG_SIZE)}"
     echo
     echo "## Targets"
