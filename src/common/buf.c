@@ -37,14 +37,6 @@ void hr_buf_printf(hr_buf *b, const char *fmt, ...) {
     b->len += (size_t)n;
 }
 
-void hr_store_u64be(void *p, uint64_t v) {
-    unsigned char *o = p;
-    for (int i = 7; i >= 0; i--) {
-        o[i] = (unsigned char)(v & 0xff);
-        v >>= 8;
-    }
-}
-
 void hr_buf_append_u64be(hr_buf *b, uint64_t v) {
     unsigned char o[8];
     hr_store_u64be(o, v);
@@ -55,18 +47,6 @@ void hr_buf_append_u32be(hr_buf *b, uint32_t v) {
     unsigned char o[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16),
                           (unsigned char)(v >> 8), (unsigned char)v};
     hr_buf_append(b, o, 4);
-}
-
-uint64_t hr_load_u64be(const void *p) {
-    const unsigned char *i = p;
-    uint64_t v = 0;
-    for (int k = 0; k < 8; k++) v = (v << 8) | i[k];
-    return v;
-}
-
-uint32_t hr_load_u32be(const void *p) {
-    const unsigned char *i = p;
-    return ((uint32_t)i[0] << 24) | ((uint32_t)i[1] << 16) | ((uint32_t)i[2] << 8) | i[3];
 }
 
 void hr_buf_free(hr_buf *b) {
