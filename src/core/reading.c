@@ -494,7 +494,7 @@ int hr_reading_record(hr_reading *r, hr_slice uid, hr_slice url, int64_t time_ms
 typedef struct qurl {
     uint64_t h;
     hr_slice canonical;
-    size_t card_op, list_op; /* round trip 1 */
+    size_t list_op; /* round trip 1: the list's first readers, and its size in num */
     size_t op;               /* round trip 2 or 3: the rest of the list, the first probe, or the URL-set test */
     int64_t size, listed;
     hr_rplan_side side;
@@ -633,6 +633,7 @@ static void side_ops(hr_reading *r, qurl *q, const hr_result *list1, const hr_zr
         hr_zrange_spec rest = *first;
         rest.limit = HR_RPLAN_LIST_MAX;
         rest.max_size = 0;
+        rest.with_size = false; /* round trip 1 had it */
         if (list1->n_entries > 0) { /* else round trip 1 skipped a long list */
             const hr_zentry *last = &list1->entries[list1->n_entries - 1];
             rest.has_cursor = true;
@@ -745,11 +746,10 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
     hr_zrange_spec first = hr_zrange_all(false, HR_READING_LIST_FIRST);
     first.min = live_min(r, now_ms);
     first.max_size = HR_READING_LIST_FIRST_OF;
+    first.with_size = true;
     for (size_t j = 0; j < nq; j++) {
         hr_buf_clear(&k);
-        hr_slice key = hr_rk_url(&k, r->ns, q[j].h, "/r");
-        q[j].card_op = hr_zcard(b, key);
-        q[j].list_op = hr_zrange(b, key, &first);
+        q[j].list_op = hr_zrange(b, hr_rk_url(&k, r->ns, q[j].h, "/r"), &first);
     }
     rc = hr_core_exec(r->store, b, 0, "friends-reads", err);
     st.round_trips = 1;
@@ -773,7 +773,7 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
     hr_rplan_side *side = hr_arena_alloc(a, nq * sizeof *side);
     for (size_t j = 0; j < nq; j++) {
         const hr_result *list = hr_batch_result(b, q[j].list_op);
-        size[j] = q[j].size = hr_batch_result(b, q[j].card_op)->num;
+        size[j] = q[j].size = list->num;
         q[j].listed = (int64_t)intersect(&q[j], list, &fi, a);
         left[j] = list->more ? (q[j].size > q[j].listed ? q[j].size - q[j].listed : 1) : 0;
     }

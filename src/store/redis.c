@@ -436,6 +436,15 @@ static size_t build_cmd(hr_arena *a, const hr_op *op, int64_t now_ms, rc_cmd *cm
     default: break; /* built above */
     }
     args_to_cmd(&x, cmd);
+    if (op->type == HR_OP_ZRANGE && op->range.with_size) { /* the count, on the same node */
+        memset(&cmd[1], 0, sizeof cmd[1]);
+        cmd[1].slot = cmd->slot;
+        args y = args_new(a, 2);
+        arg_str(&y, "ZCARD");
+        arg_slice(&y, op->key);
+        args_to_cmd(&y, &cmd[1]);
+        return 2;
+    }
     return 1;
 }
 
@@ -583,7 +592,10 @@ static void decode(hr_batch *b, hr_op *op, size_t i, const rc_cmd *cmd, size_t n
         ok = r->type == REDIS_REPLY_NIL || reply_double(r, &res->score);
         if (r->type == REDIS_REPLY_NIL) res->rc = HR_ENOTFOUND;
         break;
-    case HR_OP_ZRANGE:
+    case HR_OP_ZRANGE: /* and with_size's ZCARD */
+        if (n_cmds == 2 && reply_error(op, i, &cmd[1], failure)) return;
+        ok = decode_range(b, res, r) && (n_cmds == 1 || reply_i64(cmd[1].reply, &res->num));
+        break;
     case HR_OP_TLRANGE: ok = decode_range(b, res, r); break;
     case HR_OP_TLADD: ok = r->type == REDIS_REPLY_INTEGER; break; /* num stays 0 (store.h) */
     case HR_OP_PSET_TEST: ok = decode_test(b, res, op, r, now_ms); break;

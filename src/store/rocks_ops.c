@@ -600,6 +600,7 @@ int op_zrange(rx *x, hr_op *op) {
     if (rc) return rc < 0 ? rc : 0;
     if (!exists) return 0;
     uint64_t size = m.size;
+    if (sp->with_size) op->result.num = (int64_t)m.size; /* what op_zcard answers */
     if (m.zflags & ZF_MEM) { /* read at its latest state, which may have grown since the snapshot */
         zent *e;
         if ((rc = zmem_acquire(x, op->key, &m, false, &e))) return rc;

@@ -316,6 +316,10 @@ typedef struct hr_zrange_spec {
                                * does, where a set too big to be kept in its
                                * metadata record costs a seek into every level
                                * that holds part of it; Redis does not. */
+    bool with_size;           /* also answer the set's member count in num, as
+                               * hr_zcard would (0 if the key is missing): one
+                               * op where a caller needs both. RocksDB has the
+                               * count at hand; Redis sends a ZCARD with it. */
 } hr_zrange_spec;
 
 /* A spec for the whole set in the given direction, with a limit. */

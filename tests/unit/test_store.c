@@ -890,6 +890,38 @@ STORE_TEST(zset_range_size_hint) {
     }
 }
 
+STORE_TEST(zset_range_with_size) {
+    /* with_size answers zcard's count along with the range, whatever the
+     * range returns: a missing key, an inline set, one on sub-keys, a read
+     * past its end, one the size hint skips, and one with a bound that
+     * leaves entries out */
+    zadd_numbered(s, K("small"), 5, "m%03ld");
+    zadd_numbered(s, K("big"), 300, "m%03ld");
+    const char *sets[] = {"missing", "small", "big"};
+    for (int k = 0; k < 3; k++) {
+        hr_zrange_spec specs[4];
+        specs[0] = hr_zrange_all(false, 32);
+        specs[1] = hr_zrange_all(true, 10);
+        specs[1].offset = 1000;
+        specs[2] = hr_zrange_all(false, 32);
+        specs[2].max_size = 100;
+        specs[3] = hr_zrange_all(false, 32);
+        specs[3].min = 3;
+        int64_t card = ONE(s, hr_zcard(B, K(sets[k])))->num;
+        for (int i = 0; i < 4; i++) {
+            const hr_result *plain = ONE(s, hr_zrange(B, K(sets[k]), &specs[i]));
+            size_t n = plain->n_entries;
+            bool more = plain->more;
+            specs[i].with_size = true;
+            const hr_result *got = ONE(s, hr_zrange(B, K(sets[k]), &specs[i]));
+            cr_assert_eq(got->num, card, "%s, spec %d", sets[k], i);
+            cr_assert_eq(got->n_entries, n, "%s, spec %d", sets[k], i);
+            cr_assert_eq(got->more, more, "%s, spec %d", sets[k], i);
+        }
+    }
+    cr_assert_eq(ONE(s, hr_zcard(B, K("big")))->num, 300);
+}
+
 STORE_TEST(zset_whole_reads_follow_changes) {
     /* A set read whole again and again between small changes (a friend
      * list): on RocksDB the whole reads are cached (rocks_zcache.c), and
