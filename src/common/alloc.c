@@ -1,9 +1,11 @@
 /* alloc.c — see alloc.h. */
 #include "alloc.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static void oom(size_t n) {
     fprintf(stderr, "herald: out of memory allocating %zu bytes\n", n);
@@ -36,3 +38,32 @@ char *hr_xstrndup(const char *s, size_t n) {
 }
 
 char *hr_xstrdup(const char *s) { return hr_xstrndup(s, strlen(s)); }
+
+/* Below this a table gains nothing from huge pages: it spans a few TLB
+ * entries anyway, and malloc's rounding costs less than mmap's. */
+#define TABLE_HUGE_MIN ((size_t)2 << 20)
+
+static size_t table_bytes(size_t count, size_t size) {
+    if (size && count > SIZE_MAX / size) oom(SIZE_MAX);
+    return count * size;
+}
+
+void *hr_table_calloc(size_t count, size_t size) {
+    size_t n = table_bytes(count, size);
+    if (n < TABLE_HUGE_MIN) return hr_xcalloc(count, size);
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) oom(n);
+#ifdef MADV_HUGEPAGE
+    (void)madvise(p, n, MADV_HUGEPAGE); /* a hint: without THP, 4 KiB pages serve */
+#endif
+    return p;
+}
+
+void hr_table_free(void *p, size_t count, size_t size) {
+    if (p == NULL) return;
+    size_t n = table_bytes(count, size);
+    if (n < TABLE_HUGE_MIN)
+        free(p);
+    else
+        munmap(p, n);
+}

@@ -320,12 +320,13 @@ void rx_view_reserve(rx *x, size_t more);
 vspares *vspares_new(void);
 void vspares_free(vspares *v);
 /* The record cache (rocks_view.c says when a batch may use it): nslots
- * slots (a power of two) of values up to max_value bytes, budget bytes of
- * records (keys and values) in all (a record that would pass it is not
- * kept). */
+ * slots (a power of two: buckets of two ways) of values up to max_value
+ * bytes, budget bytes of records (keys and values) in all (a record that
+ * would pass it is not kept). */
 rcache *rcache_new(size_t nslots, size_t max_value, size_t budget);
-/* The same in memory bytes: a slot (48 bytes) per bytes_per_slot of it, at
- * least 1,024, rounded up to a power of two; the records get the rest. */
+/* The same in memory bytes: a slot (48 bytes, half a bucket) per
+ * bytes_per_slot of it, at least 1,024, rounded up to a power of two; the
+ * records get the rest. */
 rcache *rcache_for_memory(size_t memory, size_t bytes_per_slot, size_t max_value);
 void rcache_free(rcache *c);
 /* Bracket a write of a cached kind of record made outside a batch's commit
@@ -340,16 +341,16 @@ size_t rcache_count(rcache *c);
  * until rcache_release(*held) (or rx_hold: the end of the batch). */
 bool rcache_take(rcache *c, hr_slice key, uint64_t seq, rblob **held, hr_slice *val);
 void rcache_release(rblob *held);
-/* Ask the CPU for the cache slot of key in cf (record false) or for the
- * record the slot holds (true, once the slot is in cache), ahead of
- * rx_cached on that key: loops ask for the slot of the key 2 * RX_AHEAD
+/* Ask the CPU for the cache bucket of key in cf (record false) or for
+ * key's record in it (true, once the bucket is in cache), ahead of
+ * rx_cached on that key: loops ask for the bucket of the key 2 * RX_AHEAD
  * ahead and the record of the one RX_AHEAD ahead. */
 void rx_cache_prefetch(rx *x, int cf, hr_slice key, bool record);
 #define RX_AHEAD 8
 /* Keep held until x's view is freed. */
 void rx_hold(rx *x, rblob *held);
 /* Offer val, read at a snapshot taken just after seq, unless a write has
- * stamped key's slot past seq or is under way (too large: ignored). */
+ * stamped key's bucket past seq or is under way (too large: ignored). */
 void rcache_offer(rcache *c, hr_slice key, hr_slice val, uint64_t seq);
 /* Put the record of key in cf (CF_META, or CF_SUB for a packed-set chunk)
  * into the view from the cache when the rules allow; true if it did. Else

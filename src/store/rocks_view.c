@@ -452,7 +452,8 @@ void rx_iter_close(rx_iter *ri) {
  * query reads the same stories' records and the same packed-set chunks call
  * after call. Each of those reads is a memtable walk or an SST block lookup
  * (2-10 us here). So the view may take a metadata record, or a packed-set
- * chunk, from a small direct-mapped cache instead, under two rules:
+ * chunk, from a cache of buckets of two ways (rbucket) instead, under two
+ * rules:
  *
  *   - a batch that holds the key's stripe lock may use the cached record:
  *     every write of such a record reaches the cache at commit, under that
@@ -460,16 +461,16 @@ void rx_iter_close(rx_iter *ri) {
  *   - any other batch may use it when it is the record its snapshot sees.
  *     rx.seq is the DB's latest sequence number taken just before the
  *     snapshot (a lower bound of the snapshot's own). A writer marks the
- *     slot "in flux" before its Write and, after it, stores the record with
- *     the DB's latest sequence number then (an upper bound of its write's).
- *     A cached record stamped s <= rx.seq, in a slot not in flux, is the
- *     record at the snapshot: a later write of it would have marked the
- *     slot before writing, and replaced the record (stamped > rx.seq)
- *     after. A batch that read a record from the DB may offer it to the
- *     cache, stamped rx.seq, only if no write has stamped that slot past
- *     rx.seq (each slot keeps the highest stamp a write gave it, whatever
- *     key it held): else a newer record may exist that the slot no longer
- *     shows.
+ *     key's bucket "in flux" before its Write and, after it, stores the
+ *     record with the DB's latest sequence number then (an upper bound of
+ *     its write's). A cached record stamped s <= rx.seq, in a bucket not in
+ *     flux, is the record at the snapshot: a later write of it would have
+ *     marked the bucket before writing, and replaced the record (stamped >
+ *     rx.seq) after. A batch that read a record from the DB may offer it to
+ *     the cache, stamped rx.seq, only if no write has stamped that bucket
+ *     past rx.seq (each bucket keeps the highest stamp a write gave it,
+ *     whatever keys it held): else a newer record may exist that the bucket
+ *     no longer shows.
  *
  * A sorted set kept in memory (rocks_zmem.c) is read at its latest state
  * anyway, so its metadata may be used whatever its stamp. Every write of a
@@ -479,9 +480,9 @@ void rx_iter_close(rx_iter *ri) {
 
 #define RCACHE_LOCKS 256
 
-/* A slot's record: its key's bytes, then its value's. Batches that take the
+/* A way's record: its key's bytes, then its value's. Batches that take the
  * value (rx_cached, rcache_take) point into it instead of copying it, so it
- * is shared: the slot holds a reference until it is refilled or emptied,
+ * is shared: the way holds a reference until it is refilled or emptied,
  * each such batch one until it ends (rx_view_free). A zipf-feed
  * friends-reads takes every chunk of ~70 popular URLs' reader sets (4-8 KiB
  * each) to test 450 friends in each: copied, that was O(readers) of work
@@ -502,34 +503,50 @@ void rcache_release(rblob *b) {
     if (b && atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) free(b);
 }
 
-typedef struct rslot {
+/* A way of a bucket: one record. */
+typedef struct rway {
     uint64_t hash;
     rblob *blob; /* NULL when empty */
     uint32_t klen, vlen;
-    uint8_t state;      /* V_EMPTY, V_ABSENT, V_VALUE */
+    uint64_t stamp; /* of the record */
+    uint8_t state;  /* V_EMPTY, V_ABSENT, V_VALUE */
+} rway;
+
+/* Two ways per bucket: a key may sit in either of its bucket's. Direct
+ * mapping (one way) made two keys of a working set that hash alike evict
+ * each other on every use: 20,000 tail URLs in 1,048,576 slots are ~190
+ * such pairs, so nearly every tail-feed friends-reads went to RocksDB for
+ * a couple of them (BENCHMARKS.md, reading round 12). With two ways and
+ * least-recently-used replacement, three keys must meet in a bucket.
+ * influx and watermark are the bucket's: a write of any of its keys marks
+ * it, as it marked the one slot before. */
+#define RCACHE_WAYS 2
+typedef struct rbucket {
+    rway way[RCACHE_WAYS];
     uint32_t influx;    /* writers between write_begin and write_end */
-    uint64_t stamp;     /* of the record */
-    uint64_t watermark; /* the highest stamp a write gave this slot */
-} rslot;
+    uint8_t recent;     /* the way used last: the other is replaced first */
+    uint64_t watermark; /* the highest stamp a write gave this bucket */
+} rbucket;
 
 struct rcache {
-    size_t nslots; /* a power of two */
+    size_t nbuckets; /* a power of two */
     size_t max_value;
-    size_t budget;        /* bytes of records (key and value) all slots may hold together */
-    _Atomic size_t bytes; /* bytes of records the slots hold */
+    size_t budget;        /* bytes of records (key and value) all ways may hold together */
+    _Atomic size_t bytes; /* bytes of records the ways hold */
     pthread_mutex_t locks[RCACHE_LOCKS];
-    rslot *slots;
+    rbucket *buckets;
 };
 
 rcache *rcache_new(size_t nslots, size_t max_value, size_t budget) {
     rcache *c = hr_xcalloc(1, sizeof *c);
-    c->nslots = nslots;
+    c->nbuckets = nslots > RCACHE_WAYS ? nslots / RCACHE_WAYS : 1;
     c->max_value = max_value;
     c->budget = budget;
     atomic_init(&c->bytes, 0);
-    /* calloc: the slots' pages are the kernel's zero page until first used,
-     * so a big cache costs memory only as it fills */
-    c->slots = hr_xcalloc(nslots, sizeof *c->slots);
+    /* The buckets' pages are the kernel's zero page until first used, so a
+     * big cache costs memory only as it fills; huge pages, because every
+     * lookup lands on a random bucket of up to tens of megabytes. */
+    c->buckets = hr_table_calloc(c->nbuckets, sizeof *c->buckets);
     for (size_t i = 0; i < RCACHE_LOCKS; i++)
         pthread_mutex_init(&c->locks[i], NULL);
     return c;
@@ -539,19 +556,20 @@ rcache *rcache_for_memory(size_t memory, size_t bytes_per_slot, size_t max_value
     size_t slots = 1024;
     while (slots < memory / bytes_per_slot)
         slots *= 2;
-    size_t slot_bytes = slots * sizeof(rslot);
-    /* the slots come out of the memory, at most half of it */
+    size_t slot_bytes = slots / RCACHE_WAYS * sizeof(rbucket);
+    /* the buckets come out of the memory, at most half of it */
     size_t records = memory - (slot_bytes < memory / 2 ? slot_bytes : memory / 2);
     return rcache_new(slots, max_value, records);
 }
 
 void rcache_free(rcache *c) {
     if (c == NULL) return;
-    for (size_t i = 0; i < c->nslots; i++)
-        rcache_release(c->slots[i].blob);
+    for (size_t i = 0; i < c->nbuckets; i++)
+        for (int w = 0; w < RCACHE_WAYS; w++)
+            rcache_release(c->buckets[i].way[w].blob);
     for (size_t i = 0; i < RCACHE_LOCKS; i++)
         pthread_mutex_destroy(&c->locks[i]);
-    free(c->slots);
+    hr_table_free(c->buckets, c->nbuckets, sizeof *c->buckets);
     free(c);
 }
 
@@ -559,110 +577,142 @@ static uint64_t rcache_hash(hr_slice key) {
     return XXH3_64bits_withSeed(key.ptr, key.len, 0x6d63);
 }
 
-/* The slot of key, locked; unlock with slot_unlock. */
-static rslot *slot_lock(rcache *c, hr_slice key, uint64_t *h, pthread_mutex_t **lock) {
+static rbucket *bucket_of(rcache *c, uint64_t h) {
+    return &c->buckets[h & (c->nbuckets - 1)];
+}
+
+/* The bucket of key, locked; unlock *lock after. */
+static rbucket *bucket_lock(rcache *c, hr_slice key, uint64_t *h, pthread_mutex_t **lock) {
     *h = rcache_hash(key);
-    size_t i = *h & (c->nslots - 1);
+    size_t i = *h & (c->nbuckets - 1);
     *lock = &c->locks[i % RCACHE_LOCKS];
     pthread_mutex_lock(*lock);
-    return &c->slots[i];
+    return &c->buckets[i];
 }
 
-static bool slot_holds(const rslot *sl, uint64_t h, hr_slice key) {
-    return sl->state != V_EMPTY && sl->hash == h && sl->klen == key.len &&
-           memcmp(sl->blob->bytes, key.ptr, key.len) == 0;
+static bool way_holds(const rway *w, uint64_t h, hr_slice key) {
+    return w->state != V_EMPTY && w->hash == h && w->klen == key.len && memcmp(w->blob->bytes, key.ptr, key.len) == 0;
 }
 
-/* Another reference to a locked slot's record. */
-static rblob *slot_share(rslot *sl) {
-    atomic_fetch_add_explicit(&sl->blob->refs, 1, memory_order_relaxed);
-    return sl->blob;
+/* The way of a locked bucket that holds key, or NULL. */
+static rway *way_of(rbucket *bk, uint64_t h, hr_slice key) {
+    for (int w = 0; w < RCACHE_WAYS; w++)
+        if (way_holds(&bk->way[w], h, key)) return &bk->way[w];
+    return NULL;
 }
 
-/* The bytes of the budget a locked slot's record uses. */
-static size_t slot_bytes(const rslot *sl) {
-    return sl->blob ? (size_t)sl->klen + sl->vlen : 0;
+/* Note a use of way w of bk: the other way is replaced first. */
+static void way_used(rbucket *bk, const rway *w) {
+    bk->recent = (uint8_t)(w - bk->way);
 }
 
-/* Empty a locked slot. */
-static void slot_empty(rcache *c, rslot *sl) {
-    atomic_fetch_sub_explicit(&c->bytes, slot_bytes(sl), memory_order_relaxed);
-    rcache_release(sl->blob);
-    sl->blob = NULL;
-    sl->vlen = 0;
-    sl->state = V_EMPTY;
+/* Where key's record goes in a locked bucket: the way that holds it, else
+ * an empty way, else the one used least recently. */
+static rway *way_for(rbucket *bk, uint64_t h, hr_slice key) {
+    rway *w = way_of(bk, h, key);
+    if (w) return w;
+    for (int i = 0; i < RCACHE_WAYS; i++)
+        if (bk->way[i].state == V_EMPTY) return &bk->way[i];
+    return &bk->way[1 - bk->recent];
+}
+
+/* Another reference to a locked way's record. */
+static rblob *way_share(rway *w) {
+    atomic_fetch_add_explicit(&w->blob->refs, 1, memory_order_relaxed);
+    return w->blob;
+}
+
+/* The bytes of the budget a locked way's record uses. */
+static size_t way_bytes(const rway *w) {
+    return w->blob ? (size_t)w->klen + w->vlen : 0;
+}
+
+/* Empty a locked way. */
+static void way_empty(rcache *c, rway *w) {
+    atomic_fetch_sub_explicit(&c->bytes, way_bytes(w), memory_order_relaxed);
+    rcache_release(w->blob);
+    w->blob = NULL;
+    w->vlen = 0;
+    w->state = V_EMPTY;
 }
 
 /* Whether key's record, with a value of len bytes, may replace what a
- * locked slot holds. The budget is checked without a global lock, so
- * threads filling other slots at the same instant may overshoot it by one
+ * locked way holds. The budget is checked without a global lock, so
+ * threads filling other buckets at the same instant may overshoot it by one
  * record each. */
-static bool slot_fits(rcache *c, const rslot *sl, hr_slice key, size_t len) {
-    size_t held = atomic_load_explicit(&c->bytes, memory_order_relaxed) - slot_bytes(sl);
+static bool way_fits(rcache *c, const rway *w, hr_slice key, size_t len) {
+    size_t held = atomic_load_explicit(&c->bytes, memory_order_relaxed) - way_bytes(w);
     return len <= c->max_value && held + key.len + len <= c->budget;
 }
 
-/* Store a record in a locked slot (slot_fits said it may). */
-static void slot_fill(rcache *c, rslot *sl, uint64_t h, hr_slice key, bool found, hr_slice raw, uint64_t stamp) {
+/* Store a record in a way of a locked bucket (way_fits said it may). */
+static void way_fill(rcache *c, rbucket *bk, rway *w, uint64_t h, hr_slice key, bool found, hr_slice raw,
+                     uint64_t stamp) {
     rblob *blob = blob_new(key.len + (found ? raw.len : 0));
     memcpy(blob->bytes, key.ptr, key.len);
     if (found && raw.len) memcpy(blob->bytes + key.len, raw.ptr, raw.len);
     size_t vlen = found ? raw.len : 0;
     atomic_fetch_add_explicit(&c->bytes, key.len + vlen, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&c->bytes, slot_bytes(sl), memory_order_relaxed);
-    rcache_release(sl->blob);
-    sl->hash = h;
-    sl->blob = blob;
-    sl->klen = (uint32_t)key.len;
-    sl->vlen = (uint32_t)vlen;
-    sl->state = found ? V_VALUE : V_ABSENT;
-    sl->stamp = stamp;
+    atomic_fetch_sub_explicit(&c->bytes, way_bytes(w), memory_order_relaxed);
+    rcache_release(w->blob);
+    w->hash = h;
+    w->blob = blob;
+    w->klen = (uint32_t)key.len;
+    w->vlen = (uint32_t)vlen;
+    w->state = found ? V_VALUE : V_ABSENT;
+    w->stamp = stamp;
+    way_used(bk, w);
 }
 
 void rcache_write_begin(rcache *c, hr_slice key) {
     uint64_t h;
     pthread_mutex_t *lock;
-    rslot *sl = slot_lock(c, key, &h, &lock);
-    sl->influx++;
+    rbucket *bk = bucket_lock(c, key, &h, &lock);
+    bk->influx++;
     pthread_mutex_unlock(lock);
 }
 
 void rcache_write_end(rcache *c, hr_slice key, bool ok, bool found, hr_slice raw, uint64_t stamp) {
     uint64_t h;
     pthread_mutex_t *lock;
-    rslot *sl = slot_lock(c, key, &h, &lock);
-    sl->influx--;
-    if (ok && slot_fits(c, sl, key, found ? raw.len : 0)) {
-        slot_fill(c, sl, h, key, found, raw, stamp);
-    } else if (slot_holds(sl, h, key)) { /* failed, or no room to keep it: forget it */
-        slot_empty(c, sl);
+    rbucket *bk = bucket_lock(c, key, &h, &lock);
+    bk->influx--;
+    rway *w = way_for(bk, h, key);
+    if (ok && way_fits(c, w, key, found ? raw.len : 0)) {
+        way_fill(c, bk, w, h, key, found, raw, stamp);
+    } else if (way_holds(w, h, key)) { /* failed, or no room to keep it: forget it */
+        way_empty(c, w);
     }
-    if (ok && stamp > sl->watermark) sl->watermark = stamp;
+    if (ok && stamp > bk->watermark) bk->watermark = stamp;
     pthread_mutex_unlock(lock);
 }
 
 bool rcache_take(rcache *c, hr_slice key, uint64_t seq, rblob **held, hr_slice *val) {
     uint64_t h;
     pthread_mutex_t *lock;
-    rslot *sl = slot_lock(c, key, &h, &lock);
-    bool usable = slot_holds(sl, h, key) && sl->state == V_VALUE && sl->influx == 0 && sl->stamp <= seq;
+    rbucket *bk = bucket_lock(c, key, &h, &lock);
+    rway *w = way_of(bk, h, key);
+    bool usable = w && w->state == V_VALUE && bk->influx == 0 && w->stamp <= seq;
     if (usable) {
-        *val = hr_slice_of(sl->blob->bytes + sl->klen, sl->vlen);
-        *held = slot_share(sl);
+        *val = hr_slice_of(w->blob->bytes + w->klen, w->vlen);
+        *held = way_share(w);
+        way_used(bk, w);
     }
     pthread_mutex_unlock(lock);
     return usable;
 }
 
 /* Offer a record read at a snapshot taken just after seq (found false: the
- * key was absent), unless a write has stamped its slot past seq or is under
- * way, or it does not fit. */
+ * key was absent), unless a write has stamped its bucket past seq or is
+ * under way, or it does not fit. */
 static void offer(rcache *c, hr_slice key, bool found, hr_slice val, uint64_t seq) {
     uint64_t h;
     pthread_mutex_t *lock;
-    rslot *sl = slot_lock(c, key, &h, &lock);
-    if (sl->influx == 0 && sl->watermark <= seq && slot_fits(c, sl, key, found ? val.len : 0))
-        slot_fill(c, sl, h, key, found, val, seq);
+    rbucket *bk = bucket_lock(c, key, &h, &lock);
+    if (bk->influx == 0 && bk->watermark <= seq) {
+        rway *w = way_for(bk, h, key);
+        if (way_fits(c, w, key, found ? val.len : 0)) way_fill(c, bk, w, h, key, found, val, seq);
+    }
     pthread_mutex_unlock(lock);
 }
 
@@ -673,10 +723,11 @@ void rcache_offer(rcache *c, hr_slice key, hr_slice val, uint64_t seq) {
 
 size_t rcache_count(rcache *c) {
     size_t n = 0;
-    for (size_t i = 0; i < c->nslots; i++) {
+    for (size_t i = 0; i < c->nbuckets; i++) {
         pthread_mutex_t *lock = &c->locks[i % RCACHE_LOCKS];
         pthread_mutex_lock(lock);
-        n += c->slots[i].state != V_EMPTY;
+        for (int w = 0; w < RCACHE_WAYS; w++)
+            n += c->buckets[i].way[w].state != V_EMPTY;
         pthread_mutex_unlock(lock);
     }
     return n;
@@ -701,15 +752,20 @@ static bool holds_stripe(const rx *x, hr_slice key) {
 
 void rx_cache_prefetch(rx *x, int cf, hr_slice key, bool record) {
     rcache *c = cache_of(x, cf);
-    rslot *sl = &c->slots[rcache_hash(key) & (c->nslots - 1)];
-    if (!record) {
-        __builtin_prefetch(sl);
+    uint64_t h = rcache_hash(key);
+    rbucket *bk = bucket_of(c, h);
+    if (!record) { /* a bucket spans two cache lines at most */
+        __builtin_prefetch(bk);
+        __builtin_prefetch((const char *)(bk + 1) - 1);
         return;
     }
-    /* A hint only: read without the slot's lock, the record may be gone by
-     * the time the CPU fetches it (a prefetch never faults). */
-    rblob *b = __atomic_load_n(&sl->blob, __ATOMIC_RELAXED);
-    if (b) __builtin_prefetch(b);
+    /* A hint only: read without the bucket's lock, the record may be gone
+     * by the time the CPU fetches it (a prefetch never faults). */
+    for (int w = 0; w < RCACHE_WAYS; w++) {
+        if (__atomic_load_n(&bk->way[w].hash, __ATOMIC_RELAXED) != h) continue;
+        rblob *b = __atomic_load_n(&bk->way[w].blob, __ATOMIC_RELAXED);
+        if (b) __builtin_prefetch(b);
+    }
 }
 
 void rx_hold(rx *x, rblob *held) {
@@ -727,17 +783,19 @@ bool rx_cached(rx *x, int cf, hr_slice key) {
     bool locked = holds_stripe(x, user), used = false;
     uint64_t h;
     pthread_mutex_t *lock;
-    rslot *sl = slot_lock(cache_of(x, cf), key, &h, &lock);
-    if (slot_holds(sl, h, key)) {
-        hr_slice raw = hr_slice_of(sl->blob->bytes + sl->klen, sl->vlen);
+    rbucket *bk = bucket_lock(cache_of(x, cf), key, &h, &lock);
+    rway *w = way_of(bk, h, key);
+    if (w) {
+        hr_slice raw = hr_slice_of(w->blob->bytes + w->klen, w->vlen);
         rmeta m;
-        used = locked || (sl->influx == 0 && sl->stamp <= x->seq) ||
-               (cf == CF_META && sl->state == V_VALUE && meta_decode(raw, &m) == 0 && m.type == T_ZSET &&
+        used = locked || (bk->influx == 0 && w->stamp <= x->seq) ||
+               (cf == CF_META && w->state == V_VALUE && meta_decode(raw, &m) == 0 && m.type == T_ZSET &&
                 (m.zflags & ZF_MEM));
         if (used) {
+            way_used(bk, w);
             e = lookup(x, cf, key, true);
-            if (sl->state == V_VALUE) { /* shared, not copied: see rblob */
-                rx_hold(x, slot_share(sl));
+            if (w->state == V_VALUE) { /* shared, not copied: see rblob */
+                rx_hold(x, way_share(w));
                 e->state = V_VALUE;
                 e->val = raw.ptr;
                 e->vlen = raw.len;
@@ -765,7 +823,8 @@ void rx_cache_before_write(rx *x) {
 }
 
 /* A batch offers the chunk cache at most its slots / OFFER_SHARE of the
- * chunks it read. The cache is direct-mapped: a friends-reads of 1,000 heavy
+ * chunks it read (slots: its ways). The cache was direct-mapped then: a
+ * friends-reads of 1,000 heavy
  * readers' packed sets reads ~8,000 chunks of ~6 KiB, and with 4,096 slots
  * (the cache's size then; now a slot per 4 KiB of chunk_cache),
  * and offering them all copied ~48 MB a query into slots that the same
@@ -783,7 +842,7 @@ void rx_cache_before_write(rx *x) {
 void rx_cache_after_write(rx *x, bool ok, bool wrote) {
     uint64_t stamp = ok && wrote ? rocksdb_get_latest_sequence_number(x->s->db) : 0;
     zc_after_write(x, ok, wrote, stamp);
-    size_t chunk_offers_left = x->s->chunk_cache->nslots / OFFER_SHARE;
+    size_t chunk_offers_left = x->s->chunk_cache->nbuckets * RCACHE_WAYS / OFFER_SHARE;
     for (size_t i = 0; wrote && i < x->pset_ndirty; i++) {
         hr_slice k = x->pset_dirty[i], v = {0};
         bool found = false, known = ok && rx_known(x, CF_SUB, k, &v, &found); /* written: known */

@@ -561,6 +561,43 @@ Test(rocks_internals, a_range_read_skips_a_set_over_its_size_hint) {
     hr_batch_free(b);
 }
 
+Test(rocks_internals, record_cache_keeps_two_keys_of_a_bucket_and_replaces_the_older) {
+    /* Two slots are one bucket of two ways: every key lands in it. Two keys
+     * stay side by side (a direct-mapped cache made them evict each
+     * other); a third replaces the one used least recently. */
+    rcache *c = rcache_new(2, 100, 1 << 20);
+    rblob *held;
+    hr_slice got;
+    rcache_offer(c, hr_slice_str("a"), hr_slice_str("1"), 1);
+    rcache_offer(c, hr_slice_str("b"), hr_slice_str("2"), 1);
+    cr_assert_eq(rcache_count(c), 2);
+    cr_assert(rcache_take(c, hr_slice_str("a"), 10, &held, &got)); /* a is now the recent one */
+    cr_assert(hr_slice_eq(got, hr_slice_str("1")));
+    rcache_release(held);
+    cr_assert(rcache_take(c, hr_slice_str("b"), 10, &held, &got));
+    cr_assert(hr_slice_eq(got, hr_slice_str("2")));
+    rcache_release(held);
+    cr_assert(rcache_take(c, hr_slice_str("a"), 10, &held, &got));
+    rcache_release(held);
+    rcache_offer(c, hr_slice_str("c"), hr_slice_str("3"), 1); /* replaces b, the older */
+    cr_assert_eq(rcache_count(c), 2);
+    cr_assert(!rcache_take(c, hr_slice_str("b"), 10, &held, &got));
+    cr_assert(rcache_take(c, hr_slice_str("a"), 10, &held, &got));
+    rcache_release(held);
+    cr_assert(rcache_take(c, hr_slice_str("c"), 10, &held, &got));
+    cr_assert(hr_slice_eq(got, hr_slice_str("3")));
+    rcache_release(held);
+    /* a write of either key in flux keeps both from being taken or offered */
+    rcache_write_begin(c, hr_slice_str("a"));
+    cr_assert(!rcache_take(c, hr_slice_str("c"), 10, &held, &got));
+    rcache_write_end(c, hr_slice_str("a"), true, true, hr_slice_str("4"), 20);
+    cr_assert(!rcache_take(c, hr_slice_str("a"), 10, &held, &got)); /* stamped 20, past the reader's 10 */
+    cr_assert(rcache_take(c, hr_slice_str("a"), 20, &held, &got));
+    cr_assert(hr_slice_eq(got, hr_slice_str("4")));
+    rcache_release(held);
+    rcache_free(c);
+}
+
 Test(rocks_internals, record_cache_keeps_to_its_budget) {
     /* values of 100 bytes against a budget of 250: two are kept */
     rcache *c = rcache_new(1024, 100, 250);
