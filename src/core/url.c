@@ -86,21 +86,35 @@ static bool is_unreserved(unsigned char c) {
  * (Controls and spaces are refused before we get here, '%' is handled by the
  * caller, '#' ends the query, '\' is refused.) */
 static bool must_escape(unsigned char c) {
-    return c >= 0x80 || (c != 0 && strchr("\"<>[]^`{|}", c) != NULL);
+    switch (c) { /* a switch, not strchr: this runs on every byte of a path */
+    case '"': case '<': case '>': case '[': case ']': case '^': case '`': case '{': case '|': case '}':
+        return true;
+    default:
+        return c >= 0x80;
+    }
 }
 
-/* ASCII case-insensitive equality of p[0..n) and the NUL-terminated lit. */
-static bool eq_ci(const char *p, size_t n, const char *lit) {
-    size_t m = strlen(lit);
-    if (n != m) return false;
-    for (size_t i = 0; i < n; i++)
-        if (lower((unsigned char)p[i]) != lower((unsigned char)lit[i])) return false;
+/* Whether the NUL-terminated lit (lower case) starts s[0..n), ignoring
+ * ASCII case; *m is lit's length when it does. One pass, no strlen: the
+ * tracking-parameter lists are tested against every query parameter, and
+ * most names differ at their first byte. */
+static bool starts_ci(const char *s, size_t n, const char *lit, size_t *m) {
+    size_t i = 0;
+    for (; lit[i]; i++)
+        if (i == n || lower((unsigned char)s[i]) != (unsigned char)lit[i]) return false;
+    *m = i;
     return true;
 }
 
+/* ASCII case-insensitive equality of p[0..n) and lit (lower case). */
+static bool eq_ci(const char *p, size_t n, const char *lit) {
+    size_t m;
+    return starts_ci(p, n, lit, &m) && m == n;
+}
+
 static bool prefix_ci(const unsigned char *s, size_t n, const char *lit) {
-    size_t m = strlen(lit);
-    return n >= m && eq_ci((const char *)s, m, lit);
+    size_t m;
+    return starts_ci((const char *)s, n, lit, &m);
 }
 
 static void truncate_to(hr_buf *b, size_t len) {
@@ -173,6 +187,7 @@ static size_t remove_dots(char *p, size_t n) {
 }
 
 static bool is_index(const char *p, size_t n) {
+    if (n < 9 || n > 12) return false; /* "index.htm" .. "default.aspx": most last segments */
     static const char *const exact[] = {"index.html", "index.htm", "index.php"};
     for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
         if (n == strlen(exact[i]) && memcmp(p, exact[i], n) == 0) return true;
@@ -194,10 +209,8 @@ static size_t trim_tail(const char *p, size_t n) {
 }
 
 static bool is_tracking(const char *name, size_t n) {
-    for (size_t i = 0; i < sizeof TRACKING_PREFIXES / sizeof TRACKING_PREFIXES[0]; i++) {
-        size_t m = strlen(TRACKING_PREFIXES[i]);
-        if (n >= m && eq_ci(name, m, TRACKING_PREFIXES[i])) return true;
-    }
+    for (size_t i = 0; i < sizeof TRACKING_PREFIXES / sizeof TRACKING_PREFIXES[0]; i++)
+        if (prefix_ci((const unsigned char *)name, n, TRACKING_PREFIXES[i])) return true;
     for (size_t i = 0; i < sizeof TRACKING / sizeof TRACKING[0]; i++)
         if (eq_ci(name, n, TRACKING[i])) return true;
     return false;
