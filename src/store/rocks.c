@@ -319,9 +319,8 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     /* A slot per 256 bytes of the metadata cache: its records (a URL's
      * readers inline, a set's size) are ~50-200 bytes, and a friends-reads
      * of a feed of 100 rarely read URLs is 100 of them. A slot per 4 KiB of
-     * the chunk cache (a chunk holds 2-8 KiB). Both so that the
-     * direct-mapped slots rarely make two records of the working set evict
-     * each other. */
+     * the chunk cache (a chunk holds 2-8 KiB). Both so that the working set
+     * rarely fills both ways of a bucket (rocks_view.c). */
     s->meta_cache = rcache_for_memory(opts->meta_cache_bytes ? opts->meta_cache_bytes : DEFAULT_META_CACHE_BYTES,
                                       256, 4096);
     s->chunk_cache = rcache_for_memory(

@@ -461,12 +461,13 @@ int zc_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, doubl
 void zc_note_write(rx *x, hr_slice key);
 void zc_before_write(rx *x);
 void zc_after_write(rx *x, bool ok, bool wrote, uint64_t stamp);
-/* Slots: a set's slot is fixed by its key's hash, so n sets in the slots
- * lose ~n^2 / (2 ZC_SLOTS) of them to each other. With 2,048 slots, 1,000
- * users' friend lists kept only ~800, and the rest were read from disk on
- * every other query, each evicting another: ~8 % of a friends-reads over
- * long-tail URLs (BENCHMARKS.md, round 10). 65,536 slots (3.5 MiB) keep
- * ~990 of 1,000; the budget bounds the entries (~16,000 lists of 450). */
+/* Slots: a set's bucket is fixed by its key's hash. When the cache was
+ * direct-mapped, n sets in the slots lost ~n^2 / (2 ZC_SLOTS) of them to
+ * each other: with 2,048 slots, 1,000 users' friend lists kept only ~800,
+ * and the rest were read from disk on every other query, each evicting
+ * another: ~8 % of a friends-reads over long-tail URLs (BENCHMARKS.md,
+ * round 10). 65,536 slots (3 MiB, in buckets of two ways) keep all but a
+ * few of 1,000; the budget bounds the entries (~16,000 lists of 450). */
 #define ZC_SLOTS 65536
 #define ZC_MAX_BYTES (256u << 10)
 #define ZC_BUDGET ((size_t)128 << 20)

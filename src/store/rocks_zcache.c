@@ -35,9 +35,9 @@
  * of a worst-case friends-reads over 100 long-tail URLs (BENCHMARKS.md,
  * "Round 8"), which then took half the time.
  *
- * MEMORY. ZC_SLOTS direct-mapped slots, ZC_BUDGET bytes of entries in all
- * (rcache_new): a set of 450 friends with 8-byte ids takes ~8 KiB, one of
- * 5,000 ~80 KiB. */
+ * MEMORY. ZC_SLOTS slots (buckets of two ways, rocks_view.c), ZC_BUDGET
+ * bytes of entries in all (rcache_new): a set of 450 friends with 8-byte ids
+ * takes ~8 KiB, one of 5,000 ~80 KiB. */
 #include <math.h>
 #include <string.h>
 

@@ -492,7 +492,7 @@ Test(rocks_internals, a_friend_list_of_5000_is_read_from_the_set_cache) {
 
 Test(rocks_internals, the_set_cache_keeps_a_thousand_friend_lists) {
     /* 1,000 sets too big to be inline, each read whole once: the cache keeps
-     * nearly all of them. Its slots are direct-mapped, and with 2,048 of
+     * nearly all of them. When its slots were direct-mapped, with 2,048 of
      * them (ZC_SLOTS before) ~200 were lost to collisions */
     for (long i = 0; i < 1000; i++)
         zadd_n(str("friends%ld", i).ptr, ZINLINE_MAX_ENTRIES + 1);
