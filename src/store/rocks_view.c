@@ -613,6 +613,7 @@ static rway *way_for(rbucket *bk, uint64_t h, hr_slice key) {
     if (w) return w;
     for (int i = 0; i < RCACHE_WAYS; i++)
         if (bk->way[i].state == V_EMPTY) return &bk->way[i];
+    _Static_assert(RCACHE_WAYS == 2, "one bit of recency names the other way");
     return &bk->way[1 - bk->recent];
 }
 
