@@ -165,5 +165,6 @@ hr_store_options hr_config_store_options(const hr_config *cfg) {
                               .timeout_ms = (int)cfg->store_timeout,
                               .cache_bytes = cfg->store_cache,
                               .chunk_cache_bytes = cfg->chunk_cache,
-                              .meta_cache_bytes = cfg->meta_cache};
+                              .meta_cache_bytes = cfg->meta_cache,
+                              .pset_image_bytes = cfg->pset_image_cache};
 }

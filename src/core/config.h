@@ -33,6 +33,7 @@
     X(store_cache, SIZE, "256m", "RocksDB: memory for recently read blocks (the block cache)") \
     X(chunk_cache, SIZE, "512m", "RocksDB: memory for recently read packed-set chunks (who read a URL, seen stories)") \
     X(meta_cache, SIZE, "256m", "RocksDB: memory for recently read metadata records (a set's size; a rarely read URL's readers)") \
+    X(pset_image_cache, SIZE, "256m", "RocksDB: memory for whole-set images of large packed sets (a popular URL's readers)") \
     X(log_level, STR, "info", "debug, info, warn or error")                               \
     X(counter_ttl, DURATION, "30d", "a counter connection expires this long after its last PUT") \
     X(counter_exact_limit, UINT, "10000", "distinct tokens counted exactly per object before the sketch") \

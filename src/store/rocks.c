@@ -154,6 +154,7 @@
 #define DEFAULT_CACHE_BYTES ((size_t)256 << 20)
 #define DEFAULT_CHUNK_CACHE_BYTES ((size_t)512 << 20)
 #define DEFAULT_META_CACHE_BYTES ((size_t)256 << 20)
+#define DEFAULT_PSET_IMAGE_BYTES ((size_t)256 << 20)
 
 static const char *const cf_names[CF_COUNT_] = {"default", "subkeys", "zindex", "sketch", "timelists", "queues"};
 
@@ -326,6 +327,8 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     s->chunk_cache = rcache_for_memory(
         opts->chunk_cache_bytes ? opts->chunk_cache_bytes : DEFAULT_CHUNK_CACHE_BYTES, 4096, 1u << 16);
     s->zset_cache = rcache_new(ZC_SLOTS, ZC_MAX_BYTES, ZC_BUDGET);
+    s->pset_images = rcache_new(PIMG_SLOTS, PIMG_MAX_BYTES,
+                                opts->pset_image_bytes ? opts->pset_image_bytes : DEFAULT_PSET_IMAGE_BYTES);
     s->views = vspares_new();
 
     /* LZ4 when this RocksDB has it, else no compression. */
@@ -351,6 +354,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
         rcache_free(s->meta_cache);
         rcache_free(s->chunk_cache);
         rcache_free(s->zset_cache);
+        rcache_free(s->pset_images);
         vspares_free(s->views);
         free(s);
         return rc;
@@ -426,6 +430,7 @@ static void close_(hr_store *hs) {
     rcache_free(s->meta_cache);
     rcache_free(s->chunk_cache);
     rcache_free(s->zset_cache);
+    rcache_free(s->pset_images);
     vspares_free(s->views);
     free(s);
 }

@@ -58,6 +58,10 @@ static inline uint32_t rocks_stripe(hr_slice key) {
     return (uint32_t)(XXH3_64bits(key.ptr, key.len) & (ROCKS_STRIPES - 1));
 }
 
+/* Images of large packed sets (rocks_pimage.c): build times are kept per
+ * slot of the sets' key hashes. */
+#define PIMG_COOLDOWN_SLOTS 4096
+
 typedef struct rocks_store {
     hr_store super; /* first: the dispatcher casts hr_store * to this */
     rocksdb_t *db;
@@ -74,6 +78,9 @@ typedef struct rocks_store {
     rcache *meta_cache;  /* metadata records */
     rcache *chunk_cache; /* packed-set chunks */
     rcache *zset_cache;  /* whole small sorted sets on disk (rocks_zcache.c) */
+    rcache *pset_images; /* images of large packed sets (rocks_pimage.c) */
+    _Atomic int64_t pimg_built[PIMG_COOLDOWN_SLOTS]; /* when a set hashing here last had an image built (ms) */
+    _Atomic uint64_t pimg_tests; /* packed-set tests answered from an image (tests) */
     vspares *views;      /* batches' emptied view tables */
     pthread_mutex_t stripes[ROCKS_STRIPES];
     struct rqueues *queues; /* the queues' in-memory state (rocks_queue.c) */
@@ -211,6 +218,10 @@ typedef struct rx {
     size_t zc_nwritten, zc_written_cap;
     hr_slice *zc_offers; /* key, value, key, value... (in mem) */
     size_t zc_noffers, zc_offers_cap;
+    /* Images of large packed sets (rocks_pimage.c): per op of the batch
+     * (NULL until a test plans one), and the images the batch has built. */
+    struct pimg_op *pimg_ops;
+    size_t pimg_builds;
     hr_buf tlkey;      /* scratch for time-list keys (rocks_tl.c) */
     struct qbatch *qb; /* the queue changes to apply after the commit (rocks_queue.c) */
     /* Sets kept in memory (rocks_zmem.c): the entries the batch holds, its
@@ -493,6 +504,52 @@ void rplan_reserve(rx *x, rplan *p, size_t more);
 /* Append (cf, key), growing the list; key must live until the MultiGet
  * (x->mem). */
 void rplan_add(rx *x, rplan *p, int cf, hr_slice key);
+
+/* Images of large packed sets (rocks_pimage.c says what and why). */
+#define PIMG_MIN_CHUNKS 8              /* a set of fewer chunks is always tested through them */
+#define PIMG_MAX_BYTES ((size_t)16 << 20) /* a larger set (~700,000 members) has no image */
+#define PIMG_SLOTS 16384               /* the cache's slots */
+#define PIMG_REBUILD_MS 1000           /* a set's image is built at most once in this time */
+#define PIMG_BUILDS_PER_BATCH 4
+/* An image opened for searching. */
+typedef struct pimg {
+    const unsigned char *slots;
+    uint64_t nslots;
+} pimg;
+/* One chunk as stored: n big-endian hashes, and their expiries (NULL: none). */
+typedef struct pimg_chunk {
+    const unsigned char *hs, *exps;
+    size_t n;
+} pimg_chunk;
+/* What a batch's packed-set test does about images: img.slots set, it is
+ * answered from that image; build, it reads every chunk and offers one. */
+typedef struct pimg_op {
+    pimg img;
+    bool build;
+} pimg_op;
+/* Whether a test of n members against set m would use an image. */
+bool pimg_wanted(const rmeta *m, size_t n_members);
+/* The image of set m's chunks (every one, in order) into out; false (out
+ * unusable) if it would pass PIMG_MAX_BYTES or the hashes are not in order. */
+bool pimg_build(uint64_t version, const pimg_chunk *chunks, size_t nc, hr_buf *out);
+/* Open an image of the set's version; false if it is of another. */
+bool pimg_open(hr_slice value, uint64_t version, pimg *out);
+/* Whether hash h is in the image, and its expiry. */
+bool pimg_find(const pimg *im, uint64_t h, int64_t *expire_at);
+/* Ask the CPU for the lines pimg_find will read for h. */
+void pimg_prefetch(const pimg *im, uint64_t h);
+/* At prefetch time, for a packed-set test op of set m: true if the test is
+ * answered from a cached image (pimg_of(x, op)->img), which x now holds;
+ * else it may be asked to build one (pimg_of(x, op)->build). */
+bool pimg_plan(rx *x, const hr_op *op, const rmeta *m);
+/* op's state (NULL: pimg_plan was never called for this batch). */
+const pimg_op *pimg_of(const rx *x, const hr_op *op);
+/* Build the image of set m from all its chunks and offer it to the cache. */
+void pimg_offer(rx *x, const hr_op *op, const rmeta *m, const pimg_chunk *chunks, size_t nc);
+/* Around the commit, as rx_cache_before_write / _after_write (which call
+ * them): the sets whose chunks the batch writes lose their images. */
+void pimg_before_write(rx *x);
+void pimg_after_write(rx *x, bool ok, bool wrote, uint64_t stamp);
 
 /* Packed sets (rocks_pset.c). The chunks pset op will read given its key's
  * metadata m, appended to p. */

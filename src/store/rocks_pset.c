@@ -45,7 +45,10 @@
  * around the member's guessed place, whose cache lines were prefetched a
  * few members earlier (cref_find). The MultiGet dominates:
  * ~2-4 us per chunk read, so a test costs about the same as min(n, 2^bits)
- * hr_get of 4 KiB values, plus ~0.1 us per member for the search.
+ * hr_get of 4 KiB values, plus ~0.1 us per member for the search. A set
+ * of PIMG_MIN_CHUNKS chunks or more, tested often, is tested from its image
+ * instead (rocks_pimage.c): one cache lookup for the set and ~1-2 cache
+ * lines per member.
  * hr_pset_add and hr_pset_rem read one chunk (prefetched too) and change it
  * in a decoded copy kept in the batch's view (rx_aux); pset_flush writes
  * every changed chunk once at the end of the batch, so a batch of 1,000
@@ -104,24 +107,6 @@ static inline uint32_t chunk_of(const rmeta *m, uint64_t h) {
 
 static inline bool alive(int64_t expire_at, int64_t now) {
     return expire_at == 0 || now < expire_at;
-}
-
-/* Big-endian loads and stores inline: a search calls them ~6 times per
- * member tested. */
-static inline uint64_t be64(const unsigned char *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
-
-static inline void put_be64(unsigned char *p, uint64_t v) {
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    memcpy(p, &v, 8);
 }
 
 /* A seed for a new set: splitmix64 on a per-thread state. Not secret, only
@@ -190,7 +175,7 @@ static int parse(rx *x, hr_slice v, cref *r) {
 }
 
 static int64_t raw_expiry(const cref *r, size_t i) {
-    return r->exps ? (int64_t)be64(r->exps + 8 * i) : 0;
+    return r->exps ? (int64_t)hr_load_u64be(r->exps + 8 * i) : 0;
 }
 
 /* Decoded chunks (to change) ------------------------------------------------------ */
@@ -289,7 +274,7 @@ static int chunk_load(rx *x, hr_slice k, rmeta *m, pchunk **out) {
         }
         pc = pchunk_new(r.n + r.n / 2);
         for (size_t i = 0; i < r.n; i++) {
-            pc->e[i].h = be64(r.hs + 8 * i);
+            pc->e[i].h = hr_load_u64be(r.hs + 8 * i);
             pc->e[i].expire_at = raw_expiry(&r, i);
         }
         pc->n = r.n;
@@ -322,7 +307,7 @@ static int chunk_ref(rx *x, hr_slice k, cref *r) {
 static const unsigned char *last_at_most(const unsigned char *base, size_t n, uint64_t h) {
     for (size_t len = n; len > 1;) {
         size_t half = len / 2;
-        if (be64(base + 8 * half) <= h) base += 8 * half;
+        if (hr_load_u64be(base + 8 * half) <= h) base += 8 * half;
         len -= half;
     }
     return base;
@@ -362,11 +347,11 @@ static bool cref_find(const cref *r, uint64_t h, unsigned bits, int64_t *expire_
     size_t n = r->n, lo, hi;
     window_of(n, h, bits, &lo, &hi);
     const unsigned char *p;
-    if ((lo == 0 || be64(r->hs + 8 * (lo - 1)) < h) && (hi == n || be64(r->hs + 8 * hi) > h))
+    if ((lo == 0 || hr_load_u64be(r->hs + 8 * (lo - 1)) < h) && (hi == n || hr_load_u64be(r->hs + 8 * hi) > h))
         p = last_at_most(r->hs + 8 * lo, hi - lo, h);
     else
         p = last_at_most(r->hs, n, h);
-    if (be64(p) != h) return false;
+    if (hr_load_u64be(p) != h) return false;
     *expire_at = raw_expiry(r, (size_t)(p - r->hs) / 8);
     return true;
 }
@@ -618,6 +603,38 @@ int op_pset_rem(rx *x, hr_op *op) {
 
 #define AHEAD 8 /* members a test prefetches ahead of the one it searches */
 
+/* A test of the n hashes hs from the set's image (rocks_pimage.c): out[i]
+ * is 1 for each live member; returns how many. */
+static int64_t image_test(const pimg *im, const uint64_t *hs, size_t n, int64_t now, unsigned char *out) {
+    int64_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i + AHEAD < n) pimg_prefetch(im, hs[i + AHEAD]);
+        int64_t expire_at;
+        if (pimg_find(im, hs[i], &expire_at) && alive(expire_at, now)) {
+            out[i] = 1;
+            count++;
+        }
+    }
+    return count;
+}
+
+/* After a test that pimg_plan asked to build the set's image (every chunk
+ * was prefetched): read the chunks it did not need, and offer the image of
+ * them all, unless the batch changed one (its decoded copy is not what the
+ * snapshot holds). */
+static int offer_image(rx *x, const hr_op *op, const rmeta *m, ckey *k, cref *refs) {
+    size_t nc = (size_t)1 << m->bits;
+    pimg_chunk *chunks = hr_arena_alloc(&x->mem, nc * sizeof *chunks);
+    for (uint32_t c = 0; c < nc; c++) {
+        int rc;
+        if (!refs[c].loaded && (rc = chunk_ref(x, ckey_at(k, c), &refs[c]))) return rc;
+        if (refs[c].dec) return 0;
+        chunks[c] = (pimg_chunk){refs[c].hs, refs[c].exps, refs[c].n};
+    }
+    pimg_offer(x, op, m, chunks, nc);
+    return 0;
+}
+
 int op_pset_test(rx *x, hr_op *op) {
     rmeta m;
     bool exists;
@@ -633,10 +650,16 @@ int op_pset_test(rx *x, hr_op *op) {
      * with the table, member i + AHEAD's lines are prefetched while member
      * i is searched. */
     size_t nc = (size_t)1 << m.bits;
-    cref *refs = nc <= 4 * n ? hr_arena_calloc(&x->mem, nc * sizeof *refs) : NULL;
     uint64_t *hs = hr_arena_alloc(&x->mem, n * sizeof *hs);
     for (size_t i = 0; i < n; i++)
         hs[i] = hash_of(&m, op->u64s[i]);
+    const pimg_op *im = pimg_of(x, op);
+    if (im && im->img.slots && !x->dirty) {
+        op->result.num = image_test(&im->img, hs, n, x->now, out);
+        atomic_fetch_add_explicit(&x->s->pimg_tests, 1, memory_order_relaxed);
+        return 0;
+    }
+    cref *refs = nc <= 4 * n ? hr_arena_calloc(&x->mem, nc * sizeof *refs) : NULL;
     ckey k;
     ckey_init(&k, op->key, m.version);
     int64_t count = 0;
@@ -656,6 +679,7 @@ int op_pset_test(rx *x, hr_op *op) {
             count++;
         }
     }
+    if (rc == 0 && refs && im && im->build) rc = offer_image(x, op, &m, &k, refs);
     ckey_free(&k);
     op->result.num = count;
     return rc;
@@ -693,7 +717,7 @@ static void plan_chunk(rx *x, rplan *p, hr_slice k) {
 size_t pset_plan_size(const rx *x, const hr_op *op, const rmeta *m) {
     if (!meta_alive(m, x->now) || m->type != T_PSET || m->size == 0) return 0;
     size_t nc = (size_t)1 << m->bits;
-    if (op->type == HR_OP_PSET_TEST) return op->n_u64s < nc ? op->n_u64s : nc;
+    if (op->type == HR_OP_PSET_TEST) return op->n_u64s < nc && !pimg_wanted(m, op->n_u64s) ? op->n_u64s : nc;
     return op->type == HR_OP_PSET_CARD ? nc : 1;
 }
 
@@ -706,14 +730,21 @@ void pset_plan(rx *x, const hr_op *op, const rmeta *m, rplan *p) {
     case HR_OP_PSET_ADD:
     case HR_OP_PSET_REM: plan_chunk(x, p, ckey_at(&k, chunk_of(m, hash_of(m, op->u64)))); break;
     case HR_OP_PSET_TEST: {
-        unsigned char *seen = hr_arena_calloc(&x->mem, nc / 8 + 1);
-        uint32_t *cs = hr_arena_alloc(&x->mem, (op->n_u64s + 1) * sizeof *cs);
+        if (pimg_plan(x, op, m)) break; /* answered from the set's image: no chunk */
+        bool every = pimg_of(x, op) && pimg_of(x, op)->build; /* to build one */
+        uint32_t *cs = hr_arena_alloc(&x->mem, ((every ? nc : op->n_u64s) + 1) * sizeof *cs);
         size_t ncs = 0;
-        for (size_t i = 0; i < op->n_u64s; i++) {
-            uint32_t c = chunk_of(m, hash_of(m, op->u64s[i]));
-            if (seen[c / 8] & (1u << (c % 8))) continue;
-            seen[c / 8] |= (unsigned char)(1u << (c % 8));
-            cs[ncs++] = c;
+        if (every) {
+            for (uint32_t c = 0; c < nc; c++)
+                cs[ncs++] = c;
+        } else {
+            unsigned char *seen = hr_arena_calloc(&x->mem, nc / 8 + 1);
+            for (size_t i = 0; i < op->n_u64s; i++) {
+                uint32_t c = chunk_of(m, hash_of(m, op->u64s[i]));
+                if (seen[c / 8] & (1u << (c % 8))) continue;
+                seen[c / 8] |= (unsigned char)(1u << (c % 8));
+                cs[ncs++] = c;
+            }
         }
         /* The cache's slot of chunk j + 2 * RX_AHEAD and the record of
          * chunk j + RX_AHEAD are asked for while chunk j is looked up: a
@@ -757,8 +788,8 @@ void pset_flush(rx *x) {
         unsigned char *o = (unsigned char *)v.data;
         o[0] = expiring ? FORM_EXPIRING : FORM_PLAIN;
         for (size_t j = 0; j < pc->n; j++) {
-            put_be64(o + 1 + 8 * j, pc->e[j].h);
-            if (expiring) put_be64(o + 1 + 8 * (pc->n + j), (uint64_t)pc->e[j].expire_at);
+            hr_store_u64be(o + 1 + 8 * j, pc->e[j].h);
+            if (expiring) hr_store_u64be(o + 1 + 8 * (pc->n + j), (uint64_t)pc->e[j].expire_at);
         }
         v.len = len;
         v.data[len] = '\0';

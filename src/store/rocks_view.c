@@ -820,6 +820,7 @@ void rx_cache_before_write(rx *x) {
     }
     for (size_t i = 0; i < x->pset_ndirty; i++)
         rcache_write_begin(x->s->chunk_cache, x->pset_dirty[i]);
+    pimg_before_write(x);
     zc_before_write(x);
 }
 
@@ -843,6 +844,7 @@ void rx_cache_before_write(rx *x) {
 void rx_cache_after_write(rx *x, bool ok, bool wrote) {
     uint64_t stamp = ok && wrote ? rocksdb_get_latest_sequence_number(x->s->db) : 0;
     zc_after_write(x, ok, wrote, stamp);
+    pimg_after_write(x, ok, wrote, stamp);
     size_t chunk_offers_left = x->s->chunk_cache->nbuckets * RCACHE_WAYS / OFFER_SHARE;
     for (size_t i = 0; wrote && i < x->pset_ndirty; i++) {
         hr_slice k = x->pset_dirty[i], v = {0};

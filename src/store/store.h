@@ -97,6 +97,12 @@ typedef struct hr_store_options {
      * and from the block cache each costs ~2.5 us (BENCHMARKS.md, reading
      * round 11). Redis: ignored. */
     size_t meta_cache_bytes;
+    /* RocksDB: memory in bytes for images of large packed sets (a popular
+     * URL's readers, rocks_pimage.c), ~23 bytes a member; 0 means the
+     * default (256 MiB). A zipf-feed friends-reads tests its friends against
+     * ~65 popular URLs' sets, whose images are its working set. Redis:
+     * ignored. */
+    size_t pset_image_bytes;
     /* Redis: per-command timeout in milliseconds; 0 means 2000. */
     int timeout_ms;
     /* RocksDB: sorted sets whose members keep changing score (rankings) are

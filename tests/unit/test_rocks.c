@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "store/rocks_internal.h"
@@ -827,4 +828,146 @@ Test(rocks_internals, settle_waits_for_flushes_and_compactions) {
     /* Nothing left to do: at once. */
     waited = hr_store_settle(S, 60, &settled);
     cr_expect(settled && waited < 1.0, "an idle store settles at once (%.1f s)", waited);
+}
+
+/* Images of large packed sets (rocks_pimage.c) ------------------------------ */
+
+/* One chunk of big-endian hashes (and expiries) in buf, as stored. */
+static pimg_chunk be_chunk(unsigned char *buf, const uint64_t *hs, const int64_t *exps, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        hr_store_u64be(buf + 8 * i, hs[i]);
+        if (exps) hr_store_u64be(buf + 8 * (n + i), (uint64_t)exps[i]);
+    }
+    return (pimg_chunk){buf, exps ? buf + 8 * n : NULL, n};
+}
+
+Test(rocks_internals, an_image_finds_every_member_and_nothing_else) {
+    /* the extremes of the hash range, a run of hashes with one home (each
+     * pushed past the next one's home), and ordinary ones, in two chunks:
+     * every member is found with its expiry, each hash next to one is not */
+    enum { N = 400 };
+    uint64_t hs[N];
+    int64_t exps[N];
+    size_t n = 0;
+    hs[n++] = 0;
+    hs[n++] = 1;
+    for (uint64_t i = 0; i < 100; i++) /* one home: the same top 32 bits */
+        hs[n++] = (UINT64_C(0x4000) << 48) + 7 * i;
+    for (; n < N - 1; n++)
+        hs[n] = (UINT64_C(0x8000) << 48) + (uint64_t)n * (UINT64_C(1) << 50);
+    hs[n++] = UINT64_MAX;
+    for (size_t i = 0; i < N; i++)
+        exps[i] = i % 3 ? 0 : 1000 + (int64_t)i;
+    unsigned char *a = malloc(16 * N), *b = malloc(16 * N);
+    pimg_chunk chunks[2] = {be_chunk(a, hs, exps, N / 2), be_chunk(b, hs + N / 2, exps + N / 2, N - N / 2)};
+    hr_buf img = HR_BUF_INIT;
+    cr_assert(pimg_build(42, chunks, 2, &img));
+    pimg im;
+    cr_assert_not(pimg_open(hr_buf_slice(&img), 43, &im), "an image of another version");
+    cr_assert(pimg_open(hr_buf_slice(&img), 42, &im));
+    for (size_t i = 0; i < N; i++) {
+        int64_t e = -1;
+        cr_assert(pimg_find(&im, hs[i], &e), "member %zu (%016llx)", i, (unsigned long long)hs[i]);
+        cr_assert_eq(e, exps[i], "member %zu's expiry", i);
+        if (i + 1 < N && hs[i] + 1 != hs[i + 1]) cr_assert_not(pimg_find(&im, hs[i] + 1, &e), "after %zu", i);
+        if (i > 0 && hs[i] - 1 != hs[i - 1]) cr_assert_not(pimg_find(&im, hs[i] - 1, &e), "before %zu", i);
+    }
+    /* plain chunks (no expiries) mean 0: never */
+    pimg_chunk plain = be_chunk(a, hs, NULL, N);
+    cr_assert(pimg_build(7, &plain, 1, &img));
+    cr_assert(pimg_open(hr_buf_slice(&img), 7, &im));
+    int64_t e = -1;
+    cr_assert(pimg_find(&im, hs[3], &e) && e == 0);
+    cr_assert_not(pimg_find(&im, UINT64_C(0x2000) << 48, &e));
+    /* hashes out of order are no set: no image */
+    uint64_t swapped[2] = {5, 4};
+    pimg_chunk bad = be_chunk(a, swapped, NULL, 2);
+    cr_assert_not(pimg_build(1, &bad, 1, &img));
+    hr_buf_free(&img);
+    free(a);
+    free(b);
+}
+
+/* A test of members first..first+n-1 of "big": each result into got. */
+static int64_t ptest_range(uint64_t first, size_t n, char *got) {
+    uint64_t *m = malloc(n * sizeof *m);
+    for (size_t i = 0; i < n; i++)
+        m[i] = first + i;
+    hr_batch *b = hr_batch_new();
+    hr_pset_test(b, hr_slice_str("big"), m, n);
+    exec(b);
+    const hr_result *r = hr_batch_result(b, 0);
+    cr_assert_eq(r->value.len, n);
+    for (size_t i = 0; i < n; i++)
+        got[i] = r->value.ptr[i] ? '1' : '0';
+    got[n] = '\0';
+    int64_t count = r->num;
+    hr_batch_free(b);
+    free(m);
+    return count;
+}
+
+Test(rocks_internals, a_large_packed_set_is_tested_from_its_image_until_a_write) {
+    /* 6,000 members (16 chunks): even numbers 0..11998; every seventh
+     * expires in 3 s */
+    enum { N = 6000, Q = 2000 };
+    int64_t soon = hr_now_ms() + 3000;
+    hr_batch *b = hr_batch_new();
+    for (long i = 0; i < N; i++)
+        hr_pset_add(b, hr_slice_str("big"), 2 * (uint64_t)i, i % 7 ? 0 : soon);
+    exec(b);
+    hr_store_close(S);
+    S = NULL;
+    open_store();
+    rocks_store *r = (rocks_store *)S;
+    char want[Q + 1], got[Q + 1];
+    for (int i = 0; i < Q; i++)
+        want[i] = i % 2 ? '0' : '1';
+    want[Q] = '\0';
+
+    /* the first test reads every chunk and builds the image; the next are
+     * answered from it, alike */
+    cr_assert_eq(ptest_range(0, Q, got), Q / 2);
+    int64_t built = hr_now_ms();
+    cr_assert_lt(built, soon, "set up in time");
+    cr_assert_str_eq(got, want);
+    cr_assert_eq(rcache_count(r->pset_images), 1);
+    cr_assert_eq(atomic_load(&r->pimg_tests), 0);
+    cr_assert_eq(ptest_range(0, Q, got), Q / 2);
+    cr_assert_str_eq(got, want);
+    cr_assert_eq(atomic_load(&r->pimg_tests), 1, "answered from the image");
+
+    /* a batch that writes the set and then tests it sees its own write */
+    hr_batch_reset(b);
+    hr_pset_add(b, hr_slice_str("big"), 1, 0);
+    uint64_t one = 1;
+    hr_pset_test(b, hr_slice_str("big"), &one, 1);
+    exec(b);
+    cr_assert_eq(hr_batch_result(b, 1)->num, 1);
+    /* and the image is gone with that write: the next tests see it too,
+     * from the chunks until the set may be built again (PIMG_REBUILD_MS) */
+    hr_batch_reset(b);
+    hr_pset_rem(b, hr_slice_str("big"), 4);
+    exec(b);
+    want[1] = '1';
+    want[4] = '0';
+    cr_assert_eq(ptest_range(0, Q, got), Q / 2);
+    cr_assert_str_eq(got, want);
+    cr_assert_eq(atomic_load(&r->pimg_tests), 1, "no test from a stale image");
+
+    /* built again once that time has passed, with the write, and with the
+     * members that expired meanwhile left out by their expiry */
+    while (hr_now_ms() <= soon + 10 || hr_now_ms() <= built + PIMG_REBUILD_MS + 10)
+        usleep(50 * 1000);
+    for (int i = 0; i < Q; i += 2)
+        if ((i / 2) % 7 == 0) want[i] = '0';
+    int64_t live = 0;
+    for (int i = 0; i < Q; i++)
+        live += want[i] == '1';
+    for (int twice = 0; twice < 2; twice++) {
+        cr_assert_eq(ptest_range(0, Q, got), live);
+        cr_assert_str_eq(got, want, "test %d", twice);
+    }
+    cr_assert_eq(atomic_load(&r->pimg_tests), 2, "the second from the new image");
+    hr_batch_free(b);
 }

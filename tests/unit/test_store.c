@@ -1410,6 +1410,7 @@ STORE_TEST(pset_large) {
         want[j] = j % 2 ? '0' : '1';
     }
     assert_ptest(s, p, q, Q, want);
+    assert_ptest(s, p, q, Q, want); /* RocksDB: now from the set's image (rocks_pimage.c) */
 
     /* adding members already there changes nothing */
     hr_batch_reset(b);
@@ -1419,6 +1420,11 @@ STORE_TEST(pset_large) {
     for (size_t k = 0; k < PER; k++)
         cr_assert_eq(hr_batch_result(b, k)->num, 0);
     cr_assert_eq(pcard(s, p), N);
+    /* removing one does: every later test sees it gone */
+    cr_assert_eq(prem(s, p, q[0]), 1);
+    want[0] = '0';
+    assert_ptest(s, p, q, Q, want);
+    assert_ptest(s, p, q, Q, want);
     free(q);
     free(want);
     hr_batch_free(b);
