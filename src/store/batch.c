@@ -8,14 +8,36 @@
 
 hr_batch *hr_batch_new(void) { return hr_xcalloc(1, sizeof(hr_batch)); }
 
+struct hr_batch_hold {
+    void (*release)(void *);
+    void *p;
+};
+
+void hr_batch_hold(hr_batch *b, void (*release)(void *), void *p) {
+    if (b->n_holds == b->cap_holds) {
+        b->cap_holds = b->cap_holds ? 2 * b->cap_holds : 8;
+        b->holds = hr_xrealloc(b->holds, b->cap_holds * sizeof *b->holds);
+    }
+    b->holds[b->n_holds++] = (struct hr_batch_hold){release, p};
+}
+
+static void release_holds(hr_batch *b) {
+    for (size_t i = 0; i < b->n_holds; i++)
+        b->holds[i].release(b->holds[i].p);
+    b->n_holds = 0;
+}
+
 void hr_batch_free(hr_batch *b) {
     if (b == NULL) return;
+    release_holds(b);
+    free(b->holds);
     hr_arena_free(&b->arena);
     free(b->ops);
     free(b);
 }
 
 void hr_batch_reset(hr_batch *b) {
+    release_holds(b);
     hr_arena_reset(&b->arena);
     b->len = 0;
     b->executed = false;

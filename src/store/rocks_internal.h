@@ -218,6 +218,9 @@ typedef struct rx {
     size_t zc_nwritten, zc_written_cap;
     hr_slice *zc_offers; /* key, value, key, value... (in mem) */
     size_t zc_noffers, zc_offers_cap;
+    /* While zc_scan walks a cached set: its bytes, which live as long as
+     * the batch's results (hr_batch_hold), so op_zrange points into them. */
+    hr_slice zc_lasting;
     /* Images of large packed sets (rocks_pimage.c): per op of the batch
      * (NULL until a test plans one), and the images the batch has built. */
     struct pimg_op *pimg_ops;

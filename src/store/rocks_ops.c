@@ -569,6 +569,7 @@ int op_zcard(rx *x, hr_op *op) {
 }
 
 typedef struct zpage {
+    const rx *x;
     hr_arena *arena; /* the batch's: entries are results */
     size_t skip, limit;
     size_t cap; /* entries allocated: min(limit, size) */
@@ -588,7 +589,12 @@ static bool page(void *ctx, uint64_t enc, hr_slice member) {
     if (p->res->n_entries == p->cap) return false; /* more entries than the size says: stop safely */
     hr_zentry *e = &p->res->entries[p->res->n_entries++];
     e->score = score_decode(enc);
-    e->member = hr_arena_copy(p->arena, member);
+    /* A member of a cached set lives as long as the results (zc_scan):
+     * not copied (5,000 copies a worst-case friends-reads). */
+    hr_slice lasting = p->x->zc_lasting;
+    uintptr_t lo = (uintptr_t)lasting.ptr, at = (uintptr_t)member.ptr;
+    bool in_place = lasting.ptr && at >= lo && at + member.len <= lo + lasting.len;
+    e->member = in_place ? member : hr_arena_copy(p->arena, member);
     return true;
 }
 
@@ -613,7 +619,7 @@ int op_zrange(rx *x, hr_op *op) {
     }
     size_t cap = sp->limit < size ? sp->limit : (size_t)size;
     op->result.entries = hr_arena_alloc(&x->b->arena, cap * sizeof(hr_zentry));
-    zpage p = {.arena = &x->b->arena, .skip = sp->offset, .limit = sp->limit, .cap = cap, .res = &op->result};
+    zpage p = {.x = x, .arena = &x->b->arena, .skip = sp->offset, .limit = sp->limit, .cap = cap, .res = &op->result};
     hr_buf cursor = HR_BUF_INIT;
     hr_slice after;
     if (sp->has_cursor) {

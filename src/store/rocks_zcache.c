@@ -15,7 +15,12 @@
  * its version and all its entries, in the inline layout, so that zi_walk
  * answers any range read of it (bounds, cursor, direction, limit) as
  * zs_scan would. A range read of a whole set (no bounds, no cursor) that
- * went to disk offers what it read, at the end of its batch.
+ * went to disk offers what it read, at the end of its batch. A batch that
+ * takes a cached set holds it as long as its results (hr_batch_hold), so
+ * op_zrange's members point into it (zc_lasting) instead of being copied:
+ * the copies were ~11 % of a friends-reads of a user with 5,000 friends
+ * over long-tail URLs, and ~15 % of its CPU went with them (BENCHMARKS.md,
+ * reading round 13).
  *
  * CONSISTENCY. The record cache's rules (rocks_view.c), with writers that
  * only invalidate: zs_write and zs_remove, the only writers of a set's index
@@ -70,15 +75,22 @@ static void offer_later(rx *x, hr_slice key, hr_slice value) {
     x->zc_offers[x->zc_noffers++] = hr_arena_copy(&x->mem, value);
 }
 
+static void release_blob(void *held) {
+    rcache_release(held);
+}
+
 int zc_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, double max, const hr_slice *after,
             zs_visit visit, void *ctx) {
     bool cacheable = m->size <= ZC_MAX_MEMBERS && !x->dirty;
     hr_slice cached;
     rblob *held = NULL;
-    if (cacheable && rcache_take(x->s->zset_cache, key, x->seq, &held, &cached)) rx_hold(x, held);
+    if (cacheable && rcache_take(x->s->zset_cache, key, x->seq, &held, &cached)) /* held as long as the results */
+        hr_batch_hold(x->b, release_blob, held);
     if (held && cached.len >= ZC_VERSION_BYTES && load_u64(cached.ptr) == m->version) {
+        x->zc_lasting = cached; /* op_zrange's results may point into it */
         zi_walk(&x->mem, hr_slice_of(cached.ptr + ZC_VERSION_BYTES, cached.len - ZC_VERSION_BYTES), reverse, min,
                 max, after, visit, ctx);
+        x->zc_lasting = hr_slice_of(NULL, 0);
         return 0;
     }
     if (!cacheable || after != NULL || min != -INFINITY || max != INFINITY)
