@@ -10,6 +10,7 @@
 #include "common/buf.h"
 #include "common/ident.h"
 #include "core/exec.h"
+#include "core/friends_memo.h"
 #include "core/reading_keys.h"
 #include "core/url.h"
 
@@ -32,7 +33,13 @@ struct hr_reading {
     int64_t ttl;
     hr_rplan_costs costs;
     hr_trends *trends;
+    hr_fmemo *memo; /* friend lists kept between calls (core/friends_memo.h) */
 };
+
+/* Friend lists kept between calls: 4,096 users, 64 MiB (a list of 450
+ * friends takes ~30 KiB, one of 5,000 ~340 KiB). */
+#define MEMO_SLOTS 4096
+#define MEMO_BUDGET ((size_t)64 << 20)
 
 hr_reading *hr_reading_new(hr_store *store, hr_graph *graph, const hr_reading_options *o) {
     hr_reading *r = hr_xcalloc(1, sizeof *r);
@@ -42,12 +49,14 @@ hr_reading *hr_reading_new(hr_store *store, hr_graph *graph, const hr_reading_op
     r->ttl = o->ttl_ms > 0 ? o->ttl_ms : 1;
     r->costs = o->costs ? *o->costs : hr_rplan_default_costs();
     r->trends = hr_trends_new(store, r->ns);
+    r->memo = hr_fmemo_new(store, MEMO_SLOTS, MEMO_BUDGET);
     return r;
 }
 
 void hr_reading_free(hr_reading *r) {
     if (r == NULL) return;
     hr_trends_free(r->trends);
+    hr_fmemo_free(r->memo);
     free(r->ns);
     free(r);
 }
@@ -576,10 +585,11 @@ static void hits_out(qurl *q, friend_ids *fr, size_t n_friends, hr_arena *a, hr_
  * walks backwards markedly slower (a tenth of a tail feed's query went to
  * stepping back through 450 friends), and the order is turned in memory
  * (friends_of). */
-static size_t friends_op(hr_reading *r, hr_batch *b, hr_slice uid, bool reverse) {
+static size_t friends_op(hr_reading *r, hr_batch *b, hr_slice uid, bool reverse, const hr_origin *unless) {
     hr_buf k = HR_BUF_INIT;
     hr_graph_key(r->graph, HR_GRAPH_FRIENDS, uid, &k);
     hr_zrange_spec spec = hr_zrange_all(reverse, HR_READING_FRIENDS_MAX);
+    spec.unless = unless; /* the list kept from an earlier call: "unchanged" if it still is */
     size_t op = hr_zrange(b, hr_buf_slice(&k), &spec);
     hr_buf_free(&k);
     return op;
@@ -609,7 +619,7 @@ static int friends_of(hr_reading *r, hr_slice uid, const hr_result *fwd, bool bo
         return HR_OK;
     }
     hr_batch *b = hr_batch_new();
-    size_t op = friends_op(r, b, uid, true);
+    size_t op = friends_op(r, b, uid, true, NULL);
     int rc = hr_core_exec(r->store, b, 0, "friends-reads", err);
     if (rc == HR_OK) *friends = member_ids(hr_batch_result(b, op), false, false, a, n);
     hr_batch_free(b);
@@ -742,7 +752,8 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
     /* Round trip 1: the friends, and per URL its size and first readers. */
     hr_batch *b = hr_batch_new();
     hr_buf k = HR_BUF_INIT;
-    size_t fop = friends ? 0 : friends_op(r, b, uid, false);
+    const hr_fmemo_entry *memo = friends ? NULL : hr_fmemo_get(r->memo, uid);
+    size_t fop = friends ? 0 : friends_op(r, b, uid, false, memo ? memo->origin : NULL);
     hr_zrange_spec first = hr_zrange_all(false, HR_READING_LIST_FIRST);
     first.min = live_min(r, now_ms);
     first.max_size = HR_READING_LIST_FIRST_OF;
@@ -756,18 +767,34 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
     hr_batch *b2 = hr_batch_new();
     if (rc != HR_OK) goto done;
     friend_ids fr = {.ids = friends, .a = a};
-    if (!friends) { /* borrowed from b, which lives until the answer is out */
+    hr_rplan_friends fi;
+    const hr_result *fres = friends ? NULL : hr_batch_result(b, fop);
+    if (fres && memo && fres->unchanged) { /* the kept list: no decode, no index to build */
+        friends = fr.ids = memo->ids;
+        n_friends = memo->n;
+        fi = memo->index;
+        fr.owned = hr_arena_calloc(a, n_friends * sizeof *fr.owned); /* the answer copies its hits */
+        st.friends_kept = true;
+    } else if (fres) { /* borrowed from b, which lives until the answer is out */
+        if (memo) hr_fmemo_done(r->memo, memo); /* another list now */
+        memo = NULL;
         hr_slice *mine;
-        bool borrowed = !hr_batch_result(b, fop)->more; /* friends_of's rule */
-        rc = friends_of(r, uid, hr_batch_result(b, fop), true, a, &mine, &n_friends, err);
+        bool borrowed = !fres->more; /* friends_of's rule */
+        rc = friends_of(r, uid, fres, true, a, &mine, &n_friends, err);
         if (rc != HR_OK) goto done;
         st.round_trips += !borrowed;
         friends = fr.ids = mine;
         if (borrowed) fr.owned = hr_arena_calloc(a, n_friends * sizeof *fr.owned);
+        /* the whole list, from the store's cache: keep it for the next call */
+        if (borrowed) memo = hr_fmemo_put(r->memo, uid, fres, mine, n_friends);
+        if (memo)
+            fi = memo->index;
+        else
+            hr_rplan_friends_init(&fi, friends, n_friends, a);
+    } else {
+        hr_rplan_friends_init(&fi, friends, n_friends, a);
     }
     st.friends = n_friends;
-    hr_rplan_friends fi;
-    hr_rplan_friends_init(&fi, friends, n_friends, a);
 
     int64_t *left = hr_arena_alloc(a, nq * sizeof *left), *size = hr_arena_alloc(a, nq * sizeof *size);
     hr_rplan_side *side = hr_arena_alloc(a, nq * sizeof *side);
@@ -854,6 +881,7 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
         out[i] = answer[of[i]];
 done:
     if (stats) *stats = st;
+    if (memo) hr_fmemo_done(r->memo, memo);
     hr_batch_free(b);
     hr_batch_free(b2);
     hr_buf_free(&k);
@@ -901,7 +929,7 @@ int hr_reading_friends_popular(hr_reading *r, hr_slice uid, hr_window w, size_t 
     /* Round trip 1: the friends. */
     hr_batch *b = hr_batch_new();
     hr_buf k = HR_BUF_INIT;
-    size_t fop = friends_op(r, b, uid, false);
+    size_t fop = friends_op(r, b, uid, false, NULL);
     rc = hr_core_exec(r->store, b, 0, "friends-popular", err);
     size_t m = 0;
     hr_slice *friends = NULL;

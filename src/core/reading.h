@@ -163,6 +163,7 @@ typedef struct hr_reads_stats {
     size_t urls_set;     /* URLs answered by testing the friends against their URL sets */
     size_t urls_friends; /* URLs answered from the friends' packed sets */
     size_t round_trips;
+    bool friends_kept; /* the friend list kept from an earlier call was still current (core/friends_memo.h) */
 } hr_reads_stats;
 
 /* For each of urls[0..n_urls) (1..HR_READING_URLS_MAX, as sent), which of

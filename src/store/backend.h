@@ -30,6 +30,9 @@ typedef struct hr_store_backend {
     /* Every batch is atomic, flagged or not, whatever its keys (see
      * hr_store_batches_atomic). */
     bool batches_atomic;
+    /* Take (+1) or drop (-1) a reference to an origin its results gave
+     * (hr_result.origin); NULL: it gives none. */
+    void (*origin_ref)(hr_origin *o, int delta);
 } hr_store_backend;
 
 struct hr_store {

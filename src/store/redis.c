@@ -655,4 +655,4 @@ static int exec_(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
     return rc;
 }
 
-const hr_store_backend hr_redis_backend = {"redis", "redis://", open_, close_, ping_, NULL, exec_, false};
+const hr_store_backend hr_redis_backend = {"redis", "redis://", open_, close_, ping_, NULL, exec_, false, NULL};

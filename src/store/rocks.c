@@ -764,4 +764,14 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
     return rc;
 }
 
-const hr_store_backend hr_rocks_backend = {"rocksdb", "rocksdb:", open_, close_, ping_, settle_, exec_, true};
+/* Origins are the zset cache's records (rocks_zcache.c). */
+static void origin_ref(hr_origin *o, int delta) {
+    rblob *b = (rblob *)o;
+    if (delta > 0)
+        rcache_share(b);
+    else
+        rcache_release(b);
+}
+
+const hr_store_backend hr_rocks_backend = {"rocksdb", "rocksdb:", open_,  close_, ping_,
+                                           settle_,   exec_,      true,   origin_ref};

@@ -221,6 +221,12 @@ typedef struct rx {
     /* While zc_scan walks a cached set: its bytes, which live as long as
      * the batch's results (hr_batch_hold), so op_zrange points into them. */
     hr_slice zc_lasting;
+    /* op_zrange's exchange with zc_scan: the origin its spec names (unless),
+     * and what the scan found: the same set (unchanged), or the cached set
+     * it walked (origin). */
+    const void *zc_unless;
+    bool zc_unchanged;
+    void *zc_origin;
     /* Images of large packed sets (rocks_pimage.c): per op of the batch
      * (NULL until a test plans one), and the images the batch has built. */
     struct pimg_op *pimg_ops;
@@ -355,6 +361,8 @@ size_t rcache_count(rcache *c);
  * until rcache_release(*held) (or rx_hold: the end of the batch). */
 bool rcache_take(rcache *c, hr_slice key, uint64_t seq, rblob **held, hr_slice *val);
 void rcache_release(rblob *held);
+/* Another reference to a record someone holds. */
+void rcache_share(rblob *held);
 /* Ask the CPU for the cache bucket of key in cf (record false) or for
  * key's record in it (true, once the bucket is in cache), ahead of
  * rx_cached on that key: loops ask for the bucket of the key 2 * RX_AHEAD

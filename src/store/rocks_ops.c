@@ -627,7 +627,13 @@ int op_zrange(rx *x, hr_op *op) {
         hr_buf_append_slice(&cursor, sp->cursor_member);
         after = hr_buf_slice(&cursor);
     }
+    x->zc_unless = sp->unless;
+    x->zc_unchanged = false;
+    x->zc_origin = NULL;
     rc = zscan(x, op->key, &m, sp->reverse, sp->min, sp->max, sp->has_cursor ? &after : NULL, page, &p);
+    op->result.unchanged = x->zc_unchanged;
+    op->result.origin = x->zc_unchanged ? NULL : x->zc_origin;
+    x->zc_unless = NULL;
     hr_buf_free(&cursor);
     return rc;
 }

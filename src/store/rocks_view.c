@@ -499,6 +499,10 @@ static rblob *blob_new(size_t len) {
     return b;
 }
 
+void rcache_share(rblob *b) {
+    atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+}
+
 void rcache_release(rblob *b) {
     if (b && atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) free(b);
 }

@@ -30,6 +30,16 @@ void hr_store_close(hr_store *s) {
 
 const char *hr_store_kind(const hr_store *s) { return s->backend->kind; }
 
+hr_origin *hr_origin_keep(hr_store *s, const hr_result *r) {
+    if (r->origin == NULL || s->backend->origin_ref == NULL) return NULL;
+    s->backend->origin_ref(r->origin, +1);
+    return r->origin;
+}
+
+void hr_origin_release(hr_store *s, hr_origin *o) {
+    if (o && s->backend->origin_ref) s->backend->origin_ref(o, -1);
+}
+
 bool hr_store_batches_atomic(const hr_store *s) { return s->backend->batches_atomic; }
 
 int hr_store_ping(hr_store *s, hr_err *err) { return s->backend->ping(s, err); }

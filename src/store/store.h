@@ -71,6 +71,7 @@
 
 typedef struct hr_store hr_store;
 typedef struct hr_batch hr_batch;
+typedef struct hr_origin hr_origin; /* memory a store's results point into (hr_result.origin) */
 typedef struct hr_job hr_job; /* a queue job, see "Durable work queues" */
 
 /* ------------------------------------------------------------------------ */
@@ -251,7 +252,20 @@ typedef struct hr_result {
     /* hr_qclaim: the jobs claimed. */
     hr_job *jobs;
     size_t n_jobs;
+    /* hr_zrange: not NULL when the entries point into memory the store
+     * shares and never changes (RocksDB: a whole set in its cache). While
+     * someone keeps it (hr_origin_keep), the same origin means the same set:
+     * a later read given it as spec.unless answers unchanged instead. */
+    hr_origin *origin;
+    /* hr_zrange with spec.unless: the set is still that origin's; no
+     * entries were read. */
+    bool unchanged;
 } hr_result;
+
+/* Keep r's origin (NULL if it has none) alive past its batch, with the
+ * entries that point into it; release it with hr_origin_release. */
+hr_origin *hr_origin_keep(hr_store *s, const hr_result *r);
+void hr_origin_release(hr_store *s, hr_origin *o);
 
 /* The result of op i (an index returned by a builder below). */
 const hr_result *hr_batch_result(const hr_batch *b, size_t i);
@@ -322,6 +336,11 @@ typedef struct hr_zrange_spec {
                                * does, where a set too big to be kept in its
                                * metadata record costs a seek into every level
                                * that holds part of it; Redis does not. */
+    const hr_origin *unless;  /* a kept origin (hr_result.origin): if the set
+                               * is still that one, answer unchanged = true and
+                               * no entries. A caller that keeps what it
+                               * derived from a set (an index of a user's
+                               * friends) skips reading it again. */
     bool with_size;           /* also answer the set's member count in num, as
                                * hr_zcard would (0 if the key is missing): one
                                * op where a caller needs both. RocksDB has the

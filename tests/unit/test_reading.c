@@ -11,6 +11,7 @@
 
 #include "common/arena.h"
 #include "common/clock.h"
+#include "core/friends_memo.h"
 #include "core/graph.h"
 #include "core/reading.h"
 #include "core/reading_keys.h"
@@ -570,6 +571,160 @@ static void only_the_newest_friends_count(env *e) {
     cr_assert_eq(pop[0].n_friends, 2, "friends-popular considers the same friends");
 }
 BOTH_BACKENDS(only_the_newest_friends_count)
+
+static void unfriend(env *e, const char *x, const char *y) {
+    hr_err err = {0};
+    hr_batch *b = hr_batch_new();
+    cr_assert_eq(hr_graph_unfollow(e->graph, b, hr_slice_str(x), hr_slice_str(y), NULL, &err), HR_OK, "%s",
+                 err.msg);
+    hr_batch_free(b);
+}
+
+/* A friend list too long to sit in its metadata record is kept between
+ * calls (core/friends_memo.h) on RocksDB, while it is unchanged: a call
+ * after a friendship ends or begins answers the new list. */
+static void friends_kept_between_calls(env *e) {
+    bool rocks = strcmp(hr_store_kind(e->t.store), "rocksdb") == 0;
+    site(e, "paper.example");
+    char id[16];
+    for (int i = 0; i < 150; i++) {
+        snprintf(id, sizeof id, "f%d", i);
+        befriend(e, "me", id);
+    }
+    const char *readers[] = {"f1", "f2", "g"};
+    for (size_t i = 0; i < 3; i++) {
+        share(e, readers[i], true);
+        read_ok(e, readers[i], "https://paper.example/story");
+    }
+    const char *urls[] = {"https://paper.example/story"};
+    hr_url_reads out[1];
+    hr_reads_stats st = ask(e, "me", NULL, 0, urls, 1, out);
+    cr_assert_str_eq(joined(e, &out[0]), "f2,f1");
+    cr_assert_not(st.friends_kept, "the first call reads the list");
+    /* the first call read it from disk, the second from the store's cache
+     * (and keeps it), the third and later use what was kept */
+    for (int again = 0; again < 3; again++) {
+        st = ask(e, "me", NULL, 0, urls, 1, out);
+        cr_assert_str_eq(joined(e, &out[0]), "f2,f1");
+        cr_assert_eq(st.friends, 150);
+        cr_assert_eq(st.friends_kept, rocks && again > 0, "call %d: the kept list (on RocksDB)", again);
+    }
+    unfriend(e, "f2", "me"); /* no longer mutual */
+    for (int again = 0; again < 3; again++) {
+        st = ask(e, "me", NULL, 0, urls, 1, out);
+        cr_assert_str_eq(joined(e, &out[0]), "f1", "call %d: an ended friendship shows at once", again);
+        cr_assert_eq(st.friends, 149);
+        cr_assert_eq(st.friends_kept, rocks && again > 1, "call %d", again);
+    }
+    befriend(e, "me", "g");
+    for (int again = 0; again < 3; again++) {
+        st = ask(e, "me", NULL, 0, urls, 1, out);
+        cr_assert_str_eq(joined(e, &out[0]), "g,f1", "call %d: a new friendship shows at once", again);
+        cr_assert_eq(st.friends_kept, rocks && again > 1, "call %d", again);
+    }
+    /* another user's list is kept apart */
+    befriend(e, "you", "f1");
+    st = ask(e, "you", NULL, 0, urls, 1, out);
+    cr_assert_str_eq(joined(e, &out[0]), "f1");
+    cr_assert_not(st.friends_kept, "a list of one is inline: never kept");
+}
+BOTH_BACKENDS(friends_kept_between_calls)
+
+/* A range read of a set of 200 members from the RocksDB store's cache (the
+ * second read; the first offers it), into *b. */
+static const hr_result *cached_set(env *e, const char *key, hr_batch **b) {
+    hr_batch *w = hr_batch_new();
+    char m[16];
+    for (int i = 0; i < 200; i++) {
+        snprintf(m, sizeof m, "m%d", i);
+        hr_zadd(w, hr_slice_str(key), i, hr_slice_str(m));
+    }
+    hr_err err = {0};
+    cr_assert_eq(hr_store_exec(e->t.store, w, 0, &err), HR_OK, "%s", err.msg);
+    hr_batch_free(w);
+    hr_zrange_spec all = hr_zrange_all(false, 1000);
+    for (int i = 0; i < 2; i++) {
+        *b = hr_batch_new();
+        hr_zrange(*b, hr_slice_str(key), &all);
+        cr_assert_eq(hr_store_exec(e->t.store, *b, 0, &err), HR_OK, "%s", err.msg);
+        if (i == 0) hr_batch_free(*b);
+    }
+    const hr_result *r = hr_batch_result(*b, 0);
+    cr_assert_geq(r->n_entries, 200);
+    cr_assert_not_null(r->origin, "read from the cache: it has an origin");
+    return r;
+}
+
+static hr_slice *ids_of(env *e, const hr_result *r) {
+    hr_slice *ids = hr_arena_alloc(&e->a, r->n_entries * sizeof *ids);
+    for (size_t i = 0; i < r->n_entries; i++)
+        ids[i] = r->entries[i].member;
+    return ids;
+}
+
+Test(reading_rocksdb, a_kept_friend_list_outlives_its_batch_and_its_replacement) {
+    env e;
+    memset(&e, 0, sizeof e);
+    test_store_open(&e.t, "rocksdb");
+    hr_batch *b;
+    const hr_result *r = cached_set(&e, "set", &b);
+    hr_fmemo *m = hr_fmemo_new(e.t.store, 4, 1 << 20);
+    const hr_fmemo_entry *kept = hr_fmemo_put(m, hr_slice_str("u"), r, ids_of(&e, r), r->n_entries);
+    cr_assert_not_null(kept);
+    hr_batch_free(b); /* the entry keeps the set its ids point into */
+    const hr_fmemo_entry *again = hr_fmemo_get(m, hr_slice_str("u"));
+    cr_assert_eq(again, kept);
+    cr_assert_null(hr_fmemo_get(m, hr_slice_str("v")));
+    hr_fmemo_done(m, again);
+
+    /* the set changes: the store's cache lets go of it; a read given the
+     * kept origin answers the new set, not "unchanged" */
+    hr_batch *w = hr_batch_new();
+    hr_zadd(w, hr_slice_str("set"), 1000, hr_slice_str("newest"));
+    hr_err err = {0};
+    cr_assert_eq(hr_store_exec(e.t.store, w, 0, &err), HR_OK, "%s", err.msg);
+    hr_batch_free(w);
+    for (int i = 0; i < 2; i++) {
+        hr_zrange_spec all = hr_zrange_all(false, 1000);
+        all.unless = kept->origin;
+        w = hr_batch_new();
+        hr_zrange(w, hr_slice_str("set"), &all);
+        cr_assert_eq(hr_store_exec(e.t.store, w, 0, &err), HR_OK, "%s", err.msg);
+        cr_assert_not(hr_batch_result(w, 0)->unchanged);
+        cr_assert_eq(hr_batch_result(w, 0)->n_entries, 201);
+        hr_batch_free(w);
+    }
+    /* replaced while a call still uses it: readable until done (ASan) */
+    r = cached_set(&e, "set", &b);
+    const hr_fmemo_entry *newer = hr_fmemo_put(m, hr_slice_str("u"), r, ids_of(&e, r), r->n_entries);
+    cr_assert_not_null(newer);
+    cr_assert(hr_slice_eq(kept->ids[199], hr_slice_str("m199")));
+    cr_assert_eq(hr_rplan_friends_find(&kept->index, hr_slice_str("m5")), 5);
+    hr_fmemo_done(m, kept);
+    hr_fmemo_done(m, newer);
+    /* unchanged: a read given the newer origin reads nothing */
+    hr_zrange_spec all = hr_zrange_all(false, 1000);
+    all.unless = newer->origin;
+    w = hr_batch_new();
+    hr_zrange(w, hr_slice_str("set"), &all);
+    cr_assert_eq(hr_store_exec(e.t.store, w, 0, &err), HR_OK, "%s", err.msg);
+    cr_assert(hr_batch_result(w, 0)->unchanged);
+    cr_assert_eq(hr_batch_result(w, 0)->n_entries, 0);
+    hr_batch_free(w);
+    hr_batch_free(b);
+    size_t bytes;
+    cr_assert_eq(hr_fmemo_count(m, &bytes), 1);
+    /* an entry over the budget is not kept */
+    hr_fmemo *small = hr_fmemo_new(e.t.store, 4, 1000);
+    r = cached_set(&e, "set", &b);
+    cr_assert_null(hr_fmemo_put(small, hr_slice_str("u"), r, ids_of(&e, r), r->n_entries));
+    cr_assert_eq(hr_fmemo_count(small, NULL), 0);
+    hr_batch_free(b);
+    hr_fmemo_free(small);
+    hr_fmemo_free(m);
+    hr_arena_free(&e.a);
+    test_store_close(&e.t);
+}
 
 /* Random reads among 60 users and 30 URLs; friends-reads for each user with
  * each side forced (lists, probes, URL sets, the friends' sets) and the
