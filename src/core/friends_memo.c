@@ -85,6 +85,8 @@ const hr_fmemo_entry *hr_fmemo_put(hr_fmemo *m, hr_slice uid, const hr_result *r
      * the ids point into, which the entry keeps alive (~20 bytes a friend) */
     size_t bytes = sizeof(entry) + uid.len + n * (sizeof *ids + 30 + 20);
     if (res->origin == NULL || bytes > m->budget) return NULL;
+    /* The budget is checked before the entry is built, outside the lock:
+     * calls keeping lists at the same instant may pass it by one entry each. */
     pthread_mutex_lock(&m->lock);
     entry *old = m->slot[slot_of(m, uid)];
     bool fits = m->bytes - (old ? old->bytes : 0) + bytes <= m->budget;
