@@ -70,7 +70,7 @@ bool pimg_wanted(const rmeta *m, size_t n_members) {
     size_t nc = (size_t)1 << m->bits;
     /* rocks_pset.c tests through a table of every chunk only when nc <=
      * 4 n; only such a test may read them all to build an image */
-    return nc >= PIMG_MIN_CHUNKS && nc <= 4 * n_members;
+    return n_members >= PIMG_MIN_MEMBERS && nc >= PIMG_MIN_CHUNKS && nc <= 4 * n_members;
 }
 
 bool pimg_build(uint64_t version, const pimg_chunk *chunks, size_t nc, hr_buf *out) {
