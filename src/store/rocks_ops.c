@@ -569,8 +569,7 @@ int op_zcard(rx *x, hr_op *op) {
 }
 
 typedef struct zpage {
-    const rx *x;
-    hr_arena *arena; /* the batch's: entries are results */
+    const rx *x; /* entries are results, in x->b's arena */
     size_t skip, limit;
     size_t cap; /* entries allocated: min(limit, size) */
     hr_result *res;
@@ -594,7 +593,7 @@ static bool page(void *ctx, uint64_t enc, hr_slice member) {
     hr_slice lasting = p->x->zc_lasting;
     uintptr_t lo = (uintptr_t)lasting.ptr, at = (uintptr_t)member.ptr;
     bool in_place = lasting.ptr && at >= lo && at + member.len <= lo + lasting.len;
-    e->member = in_place ? member : hr_arena_copy(p->arena, member);
+    e->member = in_place ? member : hr_arena_copy(&p->x->b->arena, member);
     return true;
 }
 
@@ -619,7 +618,7 @@ int op_zrange(rx *x, hr_op *op) {
     }
     size_t cap = sp->limit < size ? sp->limit : (size_t)size;
     op->result.entries = hr_arena_alloc(&x->b->arena, cap * sizeof(hr_zentry));
-    zpage p = {.x = x, .arena = &x->b->arena, .skip = sp->offset, .limit = sp->limit, .cap = cap, .res = &op->result};
+    zpage p = {.x = x, .skip = sp->offset, .limit = sp->limit, .cap = cap, .res = &op->result};
     hr_buf cursor = HR_BUF_INIT;
     hr_slice after;
     if (sp->has_cursor) {

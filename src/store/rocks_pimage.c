@@ -13,7 +13,7 @@
  * (BENCHMARKS.md, reading round 13).
  *
  * WHAT. A set's (hash, expiry) entries, 16 bytes each, in hash order in a
- * table with gaps: nslots ~ entries / PIMG_LOAD, and entry h lies at the
+ * table with gaps: nslots ~ entries / 0.7, and entry h lies at the
  * first slot from its home, home(h) = (h >> 32) * nslots >> 32, not taken
  * by a smaller hash. Built in hash order (the chunks, one after another,
  * are the set sorted by hash), each entry lands at max(home, the previous

@@ -623,7 +623,7 @@ static rway *way_for(rbucket *bk, uint64_t h, hr_slice key) {
 
 /* Another reference to a locked way's record. */
 static rblob *way_share(rway *w) {
-    atomic_fetch_add_explicit(&w->blob->refs, 1, memory_order_relaxed);
+    rcache_share(w->blob);
     return w->blob;
 }
 
