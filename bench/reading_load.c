@@ -121,7 +121,8 @@ static struct {
     bool no_url_sets; /* --url-sets 0 */
     bool reuse;       /* the store was loaded by an earlier run with the same options */
     const char *only; /* measure only the queries whose names contain this (for profiles) */
-} opt = {NULL, NULL, 1.0, 10.0, 5000, 2000, 0.5, 2, 42, false, false, false, NULL};
+    double churn;     /* reads recorded per second into the dataset's URLs while the latency calls run */
+} opt = {NULL, NULL, 1.0, 10.0, 5000, 2000, 0.5, 2, 42, false, false, false, NULL, 0};
 
 static hr_store *store;
 static hr_graph *graph;
@@ -225,6 +226,14 @@ static void setup(job *j) {
         if (shares[i]) check(hr_reading_set_share(reading, user_id(i, id), true, t_end, &err), &err, "share");
         atomic_fetch_add(&done_count, 1);
     }
+}
+
+/* Who shares their reads: every heavy reader, and 90 % of the others. */
+static void draw_shares(void) {
+    shares = malloc(n_users * sizeof *shares);
+    bu_rng r = bu_rng_for(opt.seed, 2);
+    for (size_t i = 0; i < n_users; i++)
+        shares[i] = i < n_heavy || bu_unit(&r) < 0.9;
 }
 
 static int cmp_u64(const void *x, const void *y) {
@@ -519,6 +528,43 @@ static double thread_cpu(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* --churn: while the latency calls run, another thread records reads of the
+ * dataset's own URLs (drawn like the load's) by random sharing users at
+ * opt.churn a second, as a live service would. Each write to a URL's set of
+ * readers retires its image (store/rocks_pimage.c) and its cached records,
+ * which a quiet store never does. It changes the dataset, so it is for
+ * direct runs, never for bench/reading.sh's runs that PostgreSQL is
+ * compared with. */
+static atomic_bool churn_stop;
+static atomic_size_t churn_done;
+
+static void *churn_main(void *arg) {
+    (void)arg;
+    hr_err err = {0};
+    char id[24], ub[64];
+    bu_rng r = bu_rng_for(opt.seed, 9000000);
+    double t0 = bu_now();
+    size_t n = 0;
+    while (!atomic_load(&churn_stop)) {
+        double due = t0 + (double)n / opt.churn;
+        double wait = due - bu_now();
+        if (wait > 0) {
+            struct timespec ts = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        size_t i = bu_below(&r, n_users);
+        if (!shares[i]) continue;
+        hr_read_outcome o;
+        check(hr_reading_record(reading, user_id(i, id), url_of(bu_zipf_draw(&zipf, &r), ub), hr_now_ms(),
+                                hr_now_ms(), &o, &err),
+              &err, "churn");
+        n++;
+    }
+    atomic_store(&churn_done, n);
+    return NULL;
+}
+
 static void measure(const query *q, size_t calls, job *jobs) {
     if (opt.only && strstr(q->name, opt.only) == NULL) return;
     bu_rng r = bu_rng_for(opt.seed, 6000000 + (uint64_t)q->what * 10 + (uint64_t)q->kind * 2 + q->worst);
@@ -546,6 +592,10 @@ static void measure(const query *q, size_t calls, job *jobs) {
                bu_lat_ms(&cold, 50), q->name, bu_lat_ms(&cold, 99));
         bu_lat_free(&cold);
     }
+    pthread_t churner;
+    atomic_store(&churn_stop, false);
+    if (opt.churn > 0 && pthread_create(&churner, NULL, churn_main, NULL) != 0) die("pthread_create: %s", strerror(errno));
+    double churn_t0 = bu_now();
     uint64_t ops0 = ops_total(), batches0 = hr_store_batches_total();
     /* CPU time: on a shared machine the wall-clock latencies carry other
      * processes' load; this thread's CPU time per call compares builds fairly. */
@@ -556,6 +606,11 @@ static void measure(const query *q, size_t calls, job *jobs) {
         bu_lat_add(&lat, bu_now() - t0);
     }
     double cpu_ms = (thread_cpu() - cpu0) * 1e3 / (double)calls;
+    if (opt.churn > 0) {
+        atomic_store(&churn_stop, true);
+        pthread_join(churner, NULL);
+        printf("%s_CHURN_PER_S=%.0f\n", q->name, (double)atomic_load(&churn_done) / (bu_now() - churn_t0));
+    }
     double ops = (double)(ops_total() - ops0) / (double)calls;
     double batches = (double)(hr_store_batches_total() - batches0) / (double)calls;
     printf("%s_N=%zu\n%s_P50_MS=%.3f\n%s_P90_MS=%.3f\n%s_P99_MS=%.3f\n%s_MAX_MS=%.3f\n", q->name, calls,
@@ -627,7 +682,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: " TOOL " --store URI [--scale F] [--heavy N] [--threads N] [--seed N] [--calls N]\n"
             "                    [--warmup F] [--duration S] [--out DIR] [--sides 1] [--reuse 1]\n"
-            "                    [--only NAME] [--url-sets 0] [--set NAME=VALUE]...\n");
+            "                    [--only NAME] [--url-sets 0] [--churn READS_PER_S] [--set NAME=VALUE]...\n");
     exit(2);
 }
 
@@ -663,6 +718,8 @@ int main(int argc, char **argv) {
             opt.reuse = atoi(v) != 0;
         else if (strcmp(a, "--url-sets") == 0)
             opt.no_url_sets = atoi(v) == 0;
+        else if (strcmp(a, "--churn") == 0)
+            opt.churn = atof(v);
         else if (strcmp(a, "--set") == 0) {
             hr_err err = {0};
             if (hr_config_set_pair(&cfg, v, &err) != HR_OK) die("--set %s: %s", v, err.msg);
@@ -688,6 +745,7 @@ int main(int argc, char **argv) {
     printf("SCALE=%g\nUSERS=%zu\nURLS=%zu\nHEAVY=%zu\n", opt.scale, n_users, n_urls, n_heavy);
 
     if (opt.reuse) { /* the store holds this dataset already: measure only (7, 8) */
+        draw_shares();
         build_friends();
         bu_zipf_init(&zipf, n_urls, 1.0);
         make_feeds();
@@ -710,10 +768,7 @@ int main(int argc, char **argv) {
               "site");
     }
     hr_arena_free(&a);
-    shares = malloc(n_users * sizeof *shares);
-    bu_rng r = bu_rng_for(opt.seed, 2);
-    for (size_t i = 0; i < n_users; i++)
-        shares[i] = i < n_heavy || bu_unit(&r) < 0.9;
+    draw_shares();
     run_jobs(setup, jobs, n_users, n_users, "sharing");
     check(hr_reading_set_share(reading, hr_slice_str(WORST), true, t_end, &err), &err, "share");
 
