@@ -329,6 +329,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     s->zset_cache = rcache_new(ZC_SLOTS, ZC_MAX_BYTES, ZC_BUDGET);
     s->pset_images = rcache_new(PIMG_SLOTS, PIMG_MAX_BYTES,
                                 opts->pset_image_bytes ? opts->pset_image_bytes : DEFAULT_PSET_IMAGE_BYTES);
+    s->pimg_log = pimg_log_new();
     s->views = vspares_new();
 
     /* LZ4 when this RocksDB has it, else no compression. */
@@ -355,6 +356,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
         rcache_free(s->chunk_cache);
         rcache_free(s->zset_cache);
         rcache_free(s->pset_images);
+        pimg_log_free(s->pimg_log);
         vspares_free(s->views);
         free(s);
         return rc;
@@ -431,6 +433,7 @@ static void close_(hr_store *hs) {
     rcache_free(s->chunk_cache);
     rcache_free(s->zset_cache);
     rcache_free(s->pset_images);
+    pimg_log_free(s->pimg_log);
     vspares_free(s->views);
     free(s);
 }

@@ -79,6 +79,7 @@ typedef struct rocks_store {
     rcache *chunk_cache; /* packed-set chunks */
     rcache *zset_cache;  /* whole small sorted sets on disk (rocks_zcache.c) */
     rcache *pset_images; /* images of large packed sets (rocks_pimage.c) */
+    struct pimg_log *pimg_log; /* the chunks written since, for the images to leave out */
     _Atomic int64_t pimg_built[PIMG_COOLDOWN_SLOTS]; /* when a set hashing here last had an image built (ms) */
     _Atomic uint64_t pimg_tests; /* packed-set tests answered from an image (tests) */
     vspares *views;      /* batches' emptied view tables */
@@ -529,10 +530,14 @@ void rplan_add(rx *x, rplan *p, int cf, hr_slice key);
 #define PIMG_SLOTS 16384               /* the cache's slots */
 #define PIMG_REBUILD_MS 1000           /* a set's image is built at most once in this time */
 #define PIMG_BUILDS_PER_BATCH 4
-/* An image opened for searching. */
+#define PIMG_LOG_SLOTS 1024   /* the write log's slots, by the sets' key hashes */
+#define PIMG_LOG_ENTRIES 64   /* the writes a slot remembers */
+/* An image opened for searching: of the set's chunks as its snapshot saw
+ * them, after the sequence number stamp, cut into 2^bits chunks. */
 typedef struct pimg {
     const unsigned char *slots;
-    uint64_t nslots;
+    uint64_t nslots, stamp;
+    unsigned bits;
 } pimg;
 /* One chunk as stored: n big-endian hashes, and their expiries (NULL: none). */
 typedef struct pimg_chunk {
@@ -540,18 +545,28 @@ typedef struct pimg_chunk {
     size_t n;
 } pimg_chunk;
 /* What a batch's packed-set test does about images: img.slots set, it is
- * answered from that image; build, it reads every chunk and offers one. */
+ * answered from that image, except for members of the ndirty chunks marked
+ * in dirty (a bit per chunk), written since the image was built, which are
+ * searched in those chunks; build, it reads every chunk and offers one. */
 typedef struct pimg_op {
     pimg img;
+    unsigned char *dirty;
+    uint32_t ndirty;
     bool build;
 } pimg_op;
+static inline bool pimg_dirty(const pimg_op *st, uint32_t chunk) {
+    return st->ndirty && (st->dirty[chunk / 8] >> (chunk % 8) & 1);
+}
 /* Whether a test of n members against set m would use an image. */
 bool pimg_wanted(const rmeta *m, size_t n_members);
-/* The image of set m's chunks (every one, in order) into out; false (out
- * unusable) if it would pass PIMG_MAX_BYTES or the hashes are not in order. */
-bool pimg_build(uint64_t version, const pimg_chunk *chunks, size_t nc, hr_buf *out);
-/* Open an image of the set's version; false if it is of another. */
-bool pimg_open(hr_slice value, uint64_t version, pimg *out);
+/* The image of the chunks (every one, in order) of a set of version
+ * version cut into 2^bits chunks, read at a snapshot after sequence number
+ * stamp, into out; false (out unusable) if it would pass PIMG_MAX_BYTES or
+ * the hashes are not in order. */
+bool pimg_build(uint64_t version, unsigned bits, uint64_t stamp, const pimg_chunk *chunks, size_t nc,
+                hr_buf *out);
+/* Open an image of the set's version and chunking; false if it is of another. */
+bool pimg_open(hr_slice value, uint64_t version, unsigned bits, pimg *out);
 /* Whether hash h is in the image, and its expiry. */
 bool pimg_find(const pimg *im, uint64_t h, int64_t *expire_at);
 /* Ask the CPU for the lines pimg_find will read for h. */
@@ -565,9 +580,14 @@ const pimg_op *pimg_of(const rx *x, const hr_op *op);
 /* Build the image of set m from all its chunks and offer it to the cache. */
 void pimg_offer(rx *x, const hr_op *op, const rmeta *m, const pimg_chunk *chunks, size_t nc);
 /* Around the commit, as rx_cache_before_write / _after_write (which call
- * them): the sets whose chunks the batch writes lose their images. */
+ * them): the chunks the batch writes are logged, so that the images built
+ * before leave them out. */
 void pimg_before_write(rx *x);
 void pimg_after_write(rx *x, bool ok, bool wrote, uint64_t stamp);
+/* The store's log of chunk writes (rocks_pimage.c). */
+typedef struct pimg_log pimg_log;
+pimg_log *pimg_log_new(void);
+void pimg_log_free(pimg_log *log);
 
 /* Packed sets (rocks_pset.c). The chunks pset op will read given its key's
  * metadata m, appended to p. */

@@ -654,13 +654,27 @@ int op_pset_test(rx *x, hr_op *op) {
     for (size_t i = 0; i < n; i++)
         hs[i] = hash_of(&m, op->u64s[i]);
     const pimg_op *im = pimg_of(x, op);
+    ckey k;
     if (im && im->img.slots && !x->dirty) {
         op->result.num = image_test(&im->img, hs, n, x->now, out);
         atomic_fetch_add_explicit(&x->s->pimg_tests, 1, memory_order_relaxed);
-        return 0;
+        if (im->ndirty == 0) return 0;
+        /* members of chunks written since the image was built: from those */
+        ckey_init(&k, op->key, m.version);
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            uint32_t c = chunk_of(&m, hs[i]);
+            if (!pimg_dirty(im, c)) continue;
+            cref r;
+            int64_t expire_at;
+            if ((rc = chunk_ref(x, ckey_at(&k, c), &r))) break;
+            unsigned char live = cref_find(&r, hs[i], m.bits, &expire_at) && alive(expire_at, x->now);
+            op->result.num += live - out[i];
+            out[i] = live;
+        }
+        ckey_free(&k);
+        return rc;
     }
     cref *refs = nc <= 4 * n ? hr_arena_calloc(&x->mem, nc * sizeof *refs) : NULL;
-    ckey k;
     ckey_init(&k, op->key, m.version);
     int64_t count = 0;
     for (size_t i = 0; i < n; i++) {
@@ -730,7 +744,12 @@ void pset_plan(rx *x, const hr_op *op, const rmeta *m, rplan *p) {
     case HR_OP_PSET_ADD:
     case HR_OP_PSET_REM: plan_chunk(x, p, ckey_at(&k, chunk_of(m, hash_of(m, op->u64)))); break;
     case HR_OP_PSET_TEST: {
-        if (pimg_plan(x, op, m)) break; /* answered from the set's image: no chunk */
+        if (pimg_plan(x, op, m)) { /* answered from the set's image, but for the chunks written since */
+            const pimg_op *st = pimg_of(x, op);
+            for (uint32_t c = 0; st->ndirty && c < nc; c++)
+                if (pimg_dirty(st, c)) plan_chunk(x, p, ckey_at(&k, c));
+            break;
+        }
         bool every = pimg_of(x, op) && pimg_of(x, op)->build; /* to build one */
         uint32_t *cs = hr_arena_alloc(&x->mem, ((every ? nc : op->n_u64s) + 1) * sizeof *cs);
         size_t ncs = 0;
