@@ -492,6 +492,13 @@ void zc_after_write(rx *x, bool ok, bool wrote, uint64_t stamp);
  * round 10). 65,536 slots (3 MiB, in buckets of two ways) keep all but a
  * few of 1,000; the budget bounds the entries (~16,000 lists of 450). */
 #define ZC_SLOTS 65536
+/* A read of part of a set that is not cached (by score, or after a cursor)
+ * reads all of it, to offer it, when it has at most this many members: a
+ * URL's readers are read from the oldest that is still live, so none was
+ * ever cached, and a friends-reads over long-tail URLs read ~1 list of
+ * 130-440 readers a call from disk, ~20 % of its CPU (BENCHMARKS.md,
+ * reading round 16). A bigger set read a page at a time stays on disk. */
+#define ZC_FILL_MEMBERS 1024
 #define ZC_MAX_BYTES (256u << 10)
 #define ZC_BUDGET ((size_t)128 << 20)
 

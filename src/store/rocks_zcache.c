@@ -60,6 +60,11 @@ typedef struct tee {
     bool stopped;
 } tee;
 
+static bool copy_visit(void *ctx, uint64_t enc, hr_slice member) {
+    zi_append(ctx, enc, member);
+    return true;
+}
+
 static bool tee_visit(void *ctx, uint64_t enc, hr_slice member) {
     tee *t = ctx;
     zi_append(&t->copy, enc, member);
@@ -98,8 +103,21 @@ int zc_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, doubl
         x->zc_lasting = hr_slice_of(NULL, 0);
         return 0;
     }
-    if (!cacheable || after != NULL || min != -INFINITY || max != INFINITY)
+    bool whole = after == NULL && min == -INFINITY && max == INFINITY;
+    if (!cacheable || (!whole && m->size > ZC_FILL_MEMBERS))
         return zs_scan(x, key, m->version, reverse, min, max, after, visit, ctx);
+    if (!whole) { /* a small set: read whole once, then answered from the cache */
+        hr_buf all = HR_BUF_INIT;
+        append_u64(&all, m->version);
+        int rc = zs_scan(x, key, m->version, false, -INFINITY, INFINITY, NULL, copy_visit, &all);
+        if (rc == 0) {
+            zi_walk(&x->mem, hr_slice_of(all.data + ZC_VERSION_BYTES, all.len - ZC_VERSION_BYTES), reverse, min,
+                    max, after, visit, ctx);
+            if (all.len <= ZC_MAX_BYTES) offer_later(x, key, hr_buf_slice(&all));
+        }
+        hr_buf_free(&all);
+        return rc;
+    }
     /* The whole set is read: copy it as it goes, in ascending order. */
     tee t = {.visit = visit, .ctx = ctx};
     append_u64(&t.copy, m->version);

@@ -507,6 +507,68 @@ Test(rocks_internals, a_friend_list_of_5000_is_read_from_the_set_cache) {
     }
 }
 
+/* The members of a range read's result, space-separated. */
+static void members_of(const hr_result *res, char *out, size_t cap) {
+    size_t len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < res->n_entries && len + 1 < cap; i++)
+        len += (size_t)snprintf(out + len, cap - len, "%s%.*s", i ? " " : "", (int)res->entries[i].member.len,
+                                res->entries[i].member.ptr);
+}
+
+/* One range read of key: its members into out. */
+static void zrange_members(const char *key, const hr_zrange_spec *spec, char *out, size_t cap) {
+    hr_batch *b = hr_batch_new();
+    hr_zrange(b, hr_slice_str(key), spec);
+    exec(b);
+    members_of(hr_batch_result(b, 0), out, cap);
+    hr_batch_free(b);
+}
+
+Test(rocks_internals, a_small_set_read_in_part_is_read_whole_and_cached) {
+    /* a URL's readers are read from the oldest still live (a score bound),
+     * then after a cursor: a set of up to ZC_FILL_MEMBERS is read whole the
+     * first time, kept, and every such read answered from it alike */
+    zadd_n("readers", 300);
+    zadd_n("many", ZC_FILL_MEMBERS + 1);
+    hr_store_close(S);
+    S = NULL;
+    open_store();
+    rocks_store *r = (rocks_store *)S;
+    char got[4096];
+    hr_zrange_spec from100 = hr_zrange_all(false, 3);
+    from100.min = 100;
+    for (int twice = 0; twice < 2; twice++) {
+        zrange_members("readers", &from100, got, sizeof got);
+        cr_assert_str_eq(got, "m100 m101 m102", "read %d", twice);
+        cr_assert_eq(rcache_count(r->zset_cache), 1, "read %d", twice);
+    }
+    hr_zrange_spec after = from100;
+    after.has_cursor = true;
+    after.cursor_score = 297;
+    after.cursor_member = hr_slice_str("m297");
+    after.limit = 10;
+    zrange_members("readers", &after, got, sizeof got);
+    cr_assert_str_eq(got, "m298 m299");
+    hr_zrange_spec below = hr_zrange_all(true, 2);
+    below.max = 120;
+    zrange_members("readers", &below, got, sizeof got);
+    cr_assert_str_eq(got, "m120 m119");
+    /* a write lets go of it; the next read sees the write */
+    hr_batch *w = hr_batch_new();
+    hr_zrem(w, hr_slice_str("readers"), hr_slice_str("m101"));
+    hr_zadd(w, hr_slice_str("readers"), 100.5, hr_slice_str("new"));
+    exec(w);
+    hr_batch_free(w);
+    zrange_members("readers", &from100, got, sizeof got);
+    cr_assert_str_eq(got, "m100 new m102");
+    /* a bigger set read in part stays on disk */
+    size_t kept = rcache_count(r->zset_cache);
+    zrange_members("many", &from100, got, sizeof got);
+    cr_assert_str_eq(got, "m100 m101 m102");
+    cr_assert_eq(rcache_count(r->zset_cache), kept, "a set of more than ZC_FILL_MEMBERS is not kept");
+}
+
 Test(rocks_internals, the_set_cache_keeps_a_thousand_friend_lists) {
     /* 1,000 sets too big to be inline, each read whole once: the cache keeps
      * nearly all of them. When its slots were direct-mapped, with 2,048 of
