@@ -60,7 +60,8 @@
  *                     [--url-sets 0] [--set NAME=VALUE]...
  *
  * --warmup F: before a query's --calls timed calls, F x calls calls of the
- * same kind (default 0.5), reported as *_COLD_* (0: none).
+ * same kind (default 0.5), after one about each user asked about when the
+ * query is about a user, reported as *_COLD_* (0: none).
  *
  * --reuse 1 skips 1-4 and 5's measures: the store already holds the dataset
  * of these options (an earlier run's directory), and only 7 and 8 are measured;
@@ -468,9 +469,10 @@ typedef struct qstats {
     size_t calls, urls_list, urls_probe, urls_set, urls_friends, round_trips, friends;
 } qstats;
 
-static void one_query(const query *q, bu_rng *r, hr_arena *a, qstats *st) {
+/* One call of q, for user uid (NULL: drawn from r, as are the feeds). */
+static void one_query(const query *q, bu_rng *r, hr_arena *a, qstats *st, const char *uid) {
     hr_err err = {0};
-    const char *uid = q->worst ? WORST : qusers[bu_below(r, n_qusers)];
+    if (uid == NULL) uid = q->worst ? WORST : qusers[bu_below(r, n_qusers)];
     int rc = HR_OK;
     if (q->what == 0) {
         hr_url_reads out[FEED_URLS];
@@ -508,7 +510,7 @@ static void query_timed(job *j) {
     hr_arena a = HR_ARENA_INIT;
     qstats st = {0};
     while (bu_now() < j->until)
-        one_query(cur_query, &r, &a, &st);
+        one_query(cur_query, &r, &a, &st, NULL);
     j->calls = st.calls;
     hr_arena_free(&a);
 }
@@ -577,17 +579,23 @@ static void measure(const query *q, size_t calls, job *jobs) {
      * their blocks into RocksDB's cache and their records and friend lists
      * into the store's caches: up to 3x the steady latency (measured), which
      * would set a p99 of a few thousand calls. They are reported on their
-     * own, as COLD_*. */
+     * own, as COLD_*. A query about a user asks about each of the users
+     * first, once: random draws alone left a third of them to the timed
+     * calls (1 000 draws over 1 000 users), whose first call read the
+     * user's friend list from RocksDB (~0.5 ms more; BENCHMARKS.md, reading
+     * round 16). */
     size_t warm = (size_t)((double)calls * opt.warmup);
     if (warm > 0) {
         bu_rng wr = bu_rng_for(opt.seed, 7000000 + (uint64_t)q->what * 10 + (uint64_t)q->kind * 2 + q->worst);
         bu_lat cold = {0};
         qstats wst = {0};
-        for (size_t c = 0; c < warm; c++) {
+        size_t each = q->worst || (q->what != 0 && q->what != 3) ? 0 : n_qusers;
+        for (size_t c = 0; c < each + warm; c++) {
             double t0 = bu_now();
-            one_query(q, &wr, &a, &wst);
+            one_query(q, &wr, &a, &wst, c < each ? qusers[c] : NULL);
             bu_lat_add(&cold, bu_now() - t0);
         }
+        warm += each;
         printf("%s_COLD_N=%zu\n%s_COLD_P50_MS=%.3f\n%s_COLD_P99_MS=%.3f\n", q->name, warm, q->name,
                bu_lat_ms(&cold, 50), q->name, bu_lat_ms(&cold, 99));
         bu_lat_free(&cold);
@@ -602,7 +610,7 @@ static void measure(const query *q, size_t calls, job *jobs) {
     double cpu0 = thread_cpu();
     for (size_t c = 0; c < calls; c++) {
         double t0 = bu_now();
-        one_query(q, &r, &a, &st);
+        one_query(q, &r, &a, &st, NULL);
         bu_lat_add(&lat, bu_now() - t0);
     }
     double cpu_ms = (thread_cpu() - cpu0) * 1e3 / (double)calls;
