@@ -533,7 +533,8 @@ static double thread_cpu(void) {
 /* --churn: while the latency calls run, another thread records reads of the
  * dataset's own URLs (drawn like the load's) by random sharing users at
  * opt.churn a second, as a live service would. Each write to a URL's set of
- * readers retires its image (store/rocks_pimage.c) and its cached records,
+ * readers changes a chunk that its image must then leave out
+ * (store/rocks_pimage.c) and retires its records in the record caches,
  * which a quiet store never does. It changes the dataset, so it is for
  * direct runs, never for bench/reading.sh's runs that PostgreSQL is
  * compared with. */
@@ -602,7 +603,8 @@ static void measure(const query *q, size_t calls, job *jobs) {
     }
     pthread_t churner;
     atomic_store(&churn_stop, false);
-    if (opt.churn > 0 && pthread_create(&churner, NULL, churn_main, NULL) != 0) die("pthread_create: %s", strerror(errno));
+    if (opt.churn > 0 && pthread_create(&churner, NULL, churn_main, NULL) != 0)
+        die("pthread_create: %s", strerror(errno));
     double churn_t0 = bu_now();
     uint64_t ops0 = ops_total(), batches0 = hr_store_batches_total();
     /* CPU time: on a shared machine the wall-clock latencies carry other

@@ -111,8 +111,8 @@ int zc_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, doubl
         append_u64(&all, m->version);
         int rc = zs_scan(x, key, m->version, false, -INFINITY, INFINITY, NULL, copy_visit, &all);
         if (rc == 0) {
-            zi_walk(&x->mem, hr_slice_of(all.data + ZC_VERSION_BYTES, all.len - ZC_VERSION_BYTES), reverse, min,
-                    max, after, visit, ctx);
+            zi_walk(&x->mem, hr_slice_of(all.data + ZC_VERSION_BYTES, all.len - ZC_VERSION_BYTES), reverse,
+                    min, max, after, visit, ctx);
             if (all.len <= ZC_MAX_BYTES) offer_later(x, key, hr_buf_slice(&all));
         }
         hr_buf_free(&all);
