@@ -3,10 +3,13 @@
 #include "core/reading.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/alloc.h"
+#include "common/assist.h"
 #include "common/buf.h"
 #include "common/ident.h"
 #include "core/exec.h"
@@ -34,6 +37,10 @@ struct hr_reading {
     hr_rplan_costs costs;
     hr_trends *trends;
     hr_fmemo *memo; /* friend lists kept between calls (core/friends_memo.h) */
+    hr_assist *assist; /* takes half of a big friends-reads' URL-set tests */
+    size_t split_tests;
+    atomic_int running; /* friends-reads under way */
+    int cpus;
 };
 
 /* Friend lists kept between calls: 4,096 users, 64 MiB (a list of 450
@@ -50,6 +57,10 @@ hr_reading *hr_reading_new(hr_store *store, hr_graph *graph, const hr_reading_op
     r->costs = o->costs ? *o->costs : hr_rplan_default_costs();
     r->trends = hr_trends_new(store, r->ns);
     r->memo = hr_fmemo_new(store, MEMO_SLOTS, MEMO_BUDGET);
+    r->assist = hr_assist_new(); /* NULL (no thread): every query runs alone */
+    r->split_tests = o->split_tests ? o->split_tests : HR_READING_SPLIT_TESTS;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    r->cpus = cpus > 0 ? (int)cpus : 1;
     return r;
 }
 
@@ -57,6 +68,7 @@ void hr_reading_free(hr_reading *r) {
     if (r == NULL) return;
     hr_trends_free(r->trends);
     hr_fmemo_free(r->memo);
+    hr_assist_free(r->assist);
     free(r->ns);
     free(r);
 }
@@ -508,6 +520,7 @@ typedef struct qurl {
     int64_t size, listed;
     hr_rplan_side side;
     bool retried;     /* its URL set was not complete: planned again, answered in round trip 3 */
+    bool split;       /* its URL-set test went to round trip 2's second batch */
     size_t test_slot; /* its position among the URLs tested on the friends' side */
     uint32_t *hits;   /* friend positions that read it */
     size_t n_hits, cap_hits;
@@ -629,6 +642,46 @@ static int friends_of(hr_reading *r, hr_slice uid, const hr_result *fwd, bool bo
 /* Add to b the ops that answer q from its side (LIST, PROBE or URL_SET);
  * q->op is the first. list1 is q's list as round trip 1 read it (from
  * first on); fh the friends' URL-set members (URL_SET only). */
+/* Whether a friends-reads may hand half its URL-set tests to the helper:
+ * while no more of them run than half the cores, so that the other half is
+ * likely free. On 2 cores with two queries at a time, splitting made them
+ * each wait for the helper and cost ~30 % of their calls a second
+ * (BENCHMARKS.md, reading round 19). */
+static bool may_split(hr_reading *r) {
+    if (r->split_tests == 1) return r->assist != NULL; /* tests: always */
+    return r->assist && 2 * atomic_load_explicit(&r->running, memory_order_relaxed) <= r->cpus;
+}
+
+/* A batch run by the helper thread (common/assist.h). */
+typedef struct split_exec {
+    hr_store *store;
+    hr_batch *b;
+    hr_err err;
+    int rc;
+} split_exec;
+
+static void run_split(void *arg) {
+    split_exec *e = arg;
+    e->rc = hr_core_exec(e->store, e->b, 0, "friends-reads", &e->err);
+}
+
+/* Round trip 2: b2, and b2s (NULL: none) on the helper thread meanwhile if
+ * it is free, else after b2 on this one. */
+static int exec_round_trip_2(hr_reading *r, hr_batch *b2, hr_batch *b2s, hr_err *err) {
+    split_exec e = {.store = r->store, .b = b2s, .rc = HR_OK};
+    bool helped = b2s && hr_assist_start(r->assist, run_split, &e);
+    int rc = hr_batch_len(b2) > 0 ? hr_core_exec(r->store, b2, 0, "friends-reads", err) : HR_OK;
+    if (helped)
+        hr_assist_join(r->assist);
+    else if (b2s && rc == HR_OK)
+        run_split(&e);
+    if (rc == HR_OK && e.rc != HR_OK) {
+        *err = e.err;
+        rc = e.rc;
+    }
+    return rc;
+}
+
 static void side_ops(hr_reading *r, qurl *q, const hr_result *list1, const hr_zrange_spec *first,
                      const hr_slice *friends, const uint64_t *fh, size_t n_friends, hr_batch *b, hr_buf *k) {
     hr_buf_clear(k);
@@ -714,9 +767,9 @@ static void friends_tests_answer(qurl *q, size_t nq, bool retried, const hr_batc
     }
 }
 
-int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friends, size_t n_friends,
-                             const hr_slice *urls, size_t n_urls, int64_t now_ms, hr_arena *a,
-                             hr_url_reads *out, hr_reads_stats *stats, hr_err *err) {
+static int friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friends, size_t n_friends,
+                         const hr_slice *urls, size_t n_urls, int64_t now_ms, hr_arena *a, hr_url_reads *out,
+                         hr_reads_stats *stats, hr_err *err) {
     hr_reads_stats st = {0};
     int rc = check_uid(uid, "uid", err);
     if (rc != HR_OK) return rc;
@@ -764,7 +817,7 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
     }
     rc = hr_core_exec(r->store, b, 0, "friends-reads", err);
     st.round_trips = 1;
-    hr_batch *b2 = hr_batch_new();
+    hr_batch *b2 = hr_batch_new(), *b2s = NULL;
     if (rc != HR_OK) goto done;
     friend_ids fr = {.ids = friends, .a = a};
     hr_rplan_friends fi;
@@ -811,7 +864,15 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
      * one packed-set test per friend for all the URLs sent to the friends'
      * side. */
     uint64_t *fh = NULL; /* the friends' hashes as URL-set members, and HR_RK_SET_COMPLETE */
-    for (size_t j = 0; j < nq; j++) {
+    size_t n_sets = 0;
+    for (size_t j = 0; j < nq; j++)
+        n_sets += side[j] == HR_RPLAN_URL_SET;
+    /* Many URL-set tests: every other one goes to a second batch, which a
+     * helper thread runs while this one runs the first (common/assist.h).
+     * Each batch reads its own snapshot, as round trip 2 reads another than
+     * round trip 1's: each URL's answer is of one snapshot. */
+    if (n_sets >= 2 && n_sets * n_friends >= r->split_tests && may_split(r)) b2s = hr_batch_new();
+    for (size_t j = 0, nth_set = 0; j < nq; j++) {
         q[j].side = side[j];
         if (side[j] == HR_RPLAN_URL_SET && fh == NULL) {
             fh = hr_arena_alloc(a, (n_friends + 1) * sizeof *fh);
@@ -819,15 +880,15 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
                 fh[f] = hr_rk_reader(friends[f]);
             fh[n_friends] = HR_RK_SET_COMPLETE;
         }
+        q[j].split = b2s && side[j] == HR_RPLAN_URL_SET && nth_set++ % 2 == 1;
         if (side[j] != HR_RPLAN_FRIENDS && side[j] != HR_RPLAN_DONE)
-            side_ops(r, &q[j], hr_batch_result(b, q[j].list_op), &first, friends, fh, n_friends, b2, &k);
+            side_ops(r, &q[j], hr_batch_result(b, q[j].list_op), &first, friends, fh, n_friends,
+                     q[j].split ? b2s : b2, &k);
     }
     size_t tests = friends_tests_ops(r, q, nq, false, friends, n_friends, b2, &k, a);
-    if (hr_batch_len(b2) > 0) {
-        rc = hr_core_exec(r->store, b2, 0, "friends-reads", err);
-        st.round_trips++;
-        if (rc != HR_OK) goto done;
-    }
+    rc = exec_round_trip_2(r, b2, b2s, err);
+    st.round_trips += hr_batch_len(b2) > 0 || b2s;
+    if (rc != HR_OK) goto done;
     friends_tests_answer(q, nq, false, b2, tests, n_friends, a);
 
     /* Round trip 3, when URL sets were not complete (a store written before
@@ -837,7 +898,7 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
     bool retry = false;
     for (size_t j = 0; j < nq; j++) {
         if (q[j].side == HR_RPLAN_FRIENDS || q[j].side == HR_RPLAN_DONE) continue;
-        if (side_answer(&q[j], b2, n_friends, &fi, live, a)) continue;
+        if (side_answer(&q[j], q[j].split ? b2s : b2, n_friends, &fi, live, a)) continue;
         again[j] = left[j];
         retry = true;
     }
@@ -850,6 +911,7 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
             if (again[j] == 0) continue;
             q[j].side = side[j];
             q[j].retried = true;
+            q[j].split = false;
             if (side[j] != HR_RPLAN_FRIENDS)
                 side_ops(r, &q[j], hr_batch_result(b, q[j].list_op), &first, friends, fh, n_friends, b3, &k);
         }
@@ -870,6 +932,7 @@ int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friend
         st.urls_probe += q[j].side == HR_RPLAN_PROBE;
         st.urls_set += q[j].side == HR_RPLAN_URL_SET;
         st.urls_friends += q[j].side == HR_RPLAN_FRIENDS;
+        st.urls_split += q[j].split;
     }
     hr_url_reads *answer = hr_arena_alloc(a, nq * sizeof *answer);
     for (size_t j = 0; j < nq; j++) {
@@ -884,7 +947,17 @@ done:
     if (memo) hr_fmemo_done(r->memo, memo);
     hr_batch_free(b);
     hr_batch_free(b2);
+    hr_batch_free(b2s);
     hr_buf_free(&k);
+    return rc;
+}
+
+int hr_reading_friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friends, size_t n_friends,
+                             const hr_slice *urls, size_t n_urls, int64_t now_ms, hr_arena *a,
+                             hr_url_reads *out, hr_reads_stats *stats, hr_err *err) {
+    atomic_fetch_add_explicit(&r->running, 1, memory_order_relaxed);
+    int rc = friends_reads(r, uid, friends, n_friends, urls, n_urls, now_ms, a, out, stats, err);
+    atomic_fetch_sub_explicit(&r->running, 1, memory_order_relaxed);
     return rc;
 }
 

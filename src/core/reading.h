@@ -91,7 +91,16 @@ typedef struct hr_reading_options {
     const char *ns;              /* key namespace, copied ("" in the server) */
     int64_t ttl_ms;              /* reading_ttl, >= 1 */
     const hr_rplan_costs *costs; /* NULL: hr_rplan_default_costs() (tests force a side) */
+    /* friends-reads hands half its URL-set tests to a helper thread when they
+     * are at least this many member tests (friends x URLs) and no more
+     * friends-reads run than half the cores: 0 is HR_READING_SPLIT_TESTS;
+     * tests pass 1 to split every query with two URL-set tests or more */
+    size_t split_tests;
 } hr_reading_options;
+
+/* Member tests from which a friends-reads splits its URL-set tests over two
+ * cores (common/assist.h): a 450-friend user's zipf feed makes ~29,000. */
+#define HR_READING_SPLIT_TESTS 8192
 
 typedef struct hr_reading hr_reading;
 
@@ -162,6 +171,7 @@ typedef struct hr_reads_stats {
     size_t urls_probe;   /* URLs answered by looking the friends up in their lists */
     size_t urls_set;     /* URLs answered by testing the friends against their URL sets */
     size_t urls_friends; /* URLs answered from the friends' packed sets */
+    size_t urls_split;   /* of urls_set, those tested in a second batch, on a helper thread if it was free */
     size_t round_trips;
     bool friends_kept; /* the friend list kept from an earlier call was still current (core/friends_memo.h) */
 } hr_reads_stats;

@@ -321,11 +321,17 @@ static const hr_rplan_costs FORCE_TESTS = {.entry = 1e9,
                                            .set_chunk = 1e9,
                                            .set_member = 1e9};
 
-static void open_reading(env *e, int64_t ttl, const hr_rplan_costs *costs) {
+/* split: HR_READING_SPLIT_TESTS's stand-in (0: the default; 1: every
+ * friends-reads with two URL-set tests or more splits them) */
+static void open_reading_split(env *e, int64_t ttl, const hr_rplan_costs *costs, size_t split) {
     hr_reading_free(e->reading);
-    hr_reading_options o = {.ns = e->ns, .ttl_ms = ttl, .costs = costs};
+    hr_reading_options o = {.ns = e->ns, .ttl_ms = ttl, .costs = costs, .split_tests = split};
     e->reading = hr_reading_new(e->t.store, e->graph, &o);
     e->ttl = ttl;
+}
+
+static void open_reading(env *e, int64_t ttl, const hr_rplan_costs *costs) {
+    open_reading_split(e, ttl, costs, 0);
 }
 
 static void run(const char *kind, env_check check) {
@@ -765,13 +771,16 @@ static void model_both_sides(env *e) {
     const char *urls[URLS];
     for (int i = 0; i < URLS; i++)
         urls[i] = url[i];
-    const hr_rplan_costs *modes[] = {&FORCE_LISTS, &FORCE_PROBES, &FORCE_SETS, &FORCE_TESTS, NULL};
-    for (int mode = 0; mode < 5; mode++) {
-        open_reading(e, 30 * DAY, modes[mode]);
-        size_t via[4] = {0};
+    /* the sides forced one by one, the planner's choice, and URL sets with
+     * their tests split over two batches (core/reading.c, round trip 2) */
+    const hr_rplan_costs *modes[] = {&FORCE_LISTS, &FORCE_PROBES, &FORCE_SETS, &FORCE_TESTS, NULL, &FORCE_SETS};
+    for (int mode = 0; mode < 6; mode++) {
+        open_reading_split(e, 30 * DAY, modes[mode], mode == 5 ? 1 : 0);
+        size_t via[4] = {0}, split = 0;
         for (int u = 0; u < USERS; u++) {
             hr_url_reads out[URLS];
             hr_reads_stats st = ask(e, uid[u], NULL, 0, urls, URLS, out);
+            split += st.urls_split;
             via[0] += st.urls_list;
             via[1] += st.urls_probe;
             via[2] += st.urls_set;
@@ -802,8 +811,13 @@ static void model_both_sides(env *e) {
             }
         }
         /* users with friends ask about 3 long lists each; short lists count as read */
-        for (int side = 0; side < 4 && mode < 4; side++) {
-            if (side == mode)
+        if (mode == 5)
+            cr_assert_geq(split, 10, "every other URL set in the second batch");
+        else
+            cr_assert_eq(split, 0, "mode %d: too few tests to split", mode);
+        int forced = mode == 5 ? 2 : mode;
+        for (int side = 0; side < 4 && mode != 4; side++) {
+            if (side == forced)
                 cr_assert_geq(via[side], 30, "mode %d", mode);
             else if (side != 0)
                 cr_assert_eq(via[side], 0, "mode %d, side %d", mode, side);

@@ -1,0 +1,87 @@
+/* assist.c — a helper thread that runs one task for a caller at a time
+ * (assist.h says why). A task's handover and its end go through one mutex
+ * and condition variable: a few microseconds each way, against tasks of
+ * hundreds. */
+#include "common/assist.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "common/alloc.h"
+
+typedef enum { IDLE, RUNNING, DONE, STOPPING } assist_state;
+
+struct hr_assist {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t changed; /* state changed */
+    assist_state state;
+    hr_assist_fn fn;
+    void *arg;
+};
+
+static void *assist_main(void *p) {
+    hr_assist *h = p;
+    pthread_mutex_lock(&h->lock);
+    for (;;) {
+        while (h->state != RUNNING && h->state != STOPPING)
+            pthread_cond_wait(&h->changed, &h->lock);
+        if (h->state == STOPPING) break;
+        pthread_mutex_unlock(&h->lock);
+        h->fn(h->arg);
+        pthread_mutex_lock(&h->lock);
+        h->state = DONE;
+        pthread_cond_broadcast(&h->changed);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
+hr_assist *hr_assist_new(void) {
+    hr_assist *h = hr_xcalloc(1, sizeof *h);
+    pthread_mutex_init(&h->lock, NULL);
+    pthread_cond_init(&h->changed, NULL);
+    h->state = IDLE;
+    if (pthread_create(&h->thread, NULL, assist_main, h) != 0) {
+        pthread_cond_destroy(&h->changed);
+        pthread_mutex_destroy(&h->lock);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+void hr_assist_free(hr_assist *h) {
+    if (h == NULL) return;
+    pthread_mutex_lock(&h->lock);
+    while (h->state == RUNNING) /* a task's caller joins it before this */
+        pthread_cond_wait(&h->changed, &h->lock);
+    h->state = STOPPING;
+    pthread_cond_broadcast(&h->changed);
+    pthread_mutex_unlock(&h->lock);
+    pthread_join(h->thread, NULL);
+    pthread_cond_destroy(&h->changed);
+    pthread_mutex_destroy(&h->lock);
+    free(h);
+}
+
+bool hr_assist_start(hr_assist *h, hr_assist_fn fn, void *arg) {
+    if (h == NULL || pthread_mutex_trylock(&h->lock) != 0) return false; /* busy handing over: run it yourself */
+    bool idle = h->state == IDLE;
+    if (idle) {
+        h->fn = fn;
+        h->arg = arg;
+        h->state = RUNNING;
+        pthread_cond_broadcast(&h->changed);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return idle;
+}
+
+void hr_assist_join(hr_assist *h) {
+    pthread_mutex_lock(&h->lock);
+    while (h->state != DONE)
+        pthread_cond_wait(&h->changed, &h->lock);
+    h->state = IDLE;
+    pthread_mutex_unlock(&h->lock);
+}

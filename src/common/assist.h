@@ -1,0 +1,30 @@
+/* assist.h — a helper thread that runs one task for a caller at a time.
+ *
+ * WHY. A friends-reads of a user with ~450 friends over a feed of popular
+ * URLs tests the friends against ~65 URL sets: ~29,000 member tests, most of
+ * a 1-1.5 ms call (BENCHMARKS.md, reading round 19). The tests of different
+ * URLs are independent, so a caller can hand half of them to another core
+ * while it does the rest. Under load every core is busy with requests of its
+ * own and the helper is taken, so a call that finds it busy runs the task
+ * itself: the helper lowers latency when there are cores to spare and costs
+ * nothing (but a failed try) when there are not.
+ *
+ * USE. hr_assist_start(h, fn, arg) hands fn(arg) to the helper if it is idle
+ * and returns true; the caller must then hr_assist_join(h) before it reads
+ * what fn wrote. false: the helper is busy with another caller's task, and
+ * the caller runs fn(arg) itself. */
+#ifndef HR_ASSIST_H
+#define HR_ASSIST_H
+#include <stdbool.h>
+
+typedef struct hr_assist hr_assist;
+typedef void (*hr_assist_fn)(void *arg);
+
+/* A helper with its thread started; NULL if the thread could not start. */
+hr_assist *hr_assist_new(void);
+/* Stop the thread (waiting for a task it runs) and free h; NULL is a no-op. */
+void hr_assist_free(hr_assist *h);
+bool hr_assist_start(hr_assist *h, hr_assist_fn fn, void *arg);
+void hr_assist_join(hr_assist *h);
+
+#endif
