@@ -1,7 +1,8 @@
 /* assist.c — a helper thread that runs one task for a caller at a time
  * (assist.h says why). A task's handover and its end go through one mutex
- * and condition variable: a few microseconds each way, against tasks of
- * hundreds. */
+ * and condition variable: a few microseconds each way when the helper's
+ * core is free, against tasks of hundreds. When it is not, the helper may
+ * start late, so a join that finds the task not started takes it back. */
 #include "common/assist.h"
 
 #include <pthread.h>
@@ -9,7 +10,10 @@
 
 #include "common/alloc.h"
 
-typedef enum { IDLE, RUNNING, DONE, STOPPING } assist_state;
+/* IDLE -> OFFERED (a caller's start) -> RUNNING (the helper took it) ->
+ * DONE -> IDLE (the caller's join); or OFFERED -> IDLE, taken back by a
+ * join that came first. */
+typedef enum { IDLE, OFFERED, RUNNING, DONE, STOPPING } assist_state;
 
 struct hr_assist {
     pthread_t thread;
@@ -24,9 +28,10 @@ static void *assist_main(void *p) {
     hr_assist *h = p;
     pthread_mutex_lock(&h->lock);
     for (;;) {
-        while (h->state != RUNNING && h->state != STOPPING)
+        while (h->state != OFFERED && h->state != STOPPING)
             pthread_cond_wait(&h->changed, &h->lock);
         if (h->state == STOPPING) break;
+        h->state = RUNNING;
         pthread_mutex_unlock(&h->lock);
         h->fn(h->arg);
         pthread_mutex_lock(&h->lock);
@@ -54,7 +59,7 @@ hr_assist *hr_assist_new(void) {
 void hr_assist_free(hr_assist *h) {
     if (h == NULL) return;
     pthread_mutex_lock(&h->lock);
-    while (h->state == RUNNING) /* a task's caller joins it before this */
+    while (h->state == RUNNING || h->state == OFFERED) /* a task's caller joins it before this */
         pthread_cond_wait(&h->changed, &h->lock);
     h->state = STOPPING;
     pthread_cond_broadcast(&h->changed);
@@ -71,17 +76,19 @@ bool hr_assist_start(hr_assist *h, hr_assist_fn fn, void *arg) {
     if (idle) {
         h->fn = fn;
         h->arg = arg;
-        h->state = RUNNING;
+        h->state = OFFERED;
         pthread_cond_broadcast(&h->changed);
     }
     pthread_mutex_unlock(&h->lock);
     return idle;
 }
 
-void hr_assist_join(hr_assist *h) {
+bool hr_assist_join(hr_assist *h) {
     pthread_mutex_lock(&h->lock);
-    while (h->state != DONE)
+    bool ran = h->state != OFFERED; /* else the helper has not started it: take it back */
+    while (ran && h->state != DONE)
         pthread_cond_wait(&h->changed, &h->lock);
     h->state = IDLE;
     pthread_mutex_unlock(&h->lock);
+    return ran;
 }

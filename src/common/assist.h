@@ -12,7 +12,9 @@
  * USE. hr_assist_start(h, fn, arg) hands fn(arg) to the helper if it is idle
  * and returns true; the caller must then hr_assist_join(h) before it reads
  * what fn wrote. false: the helper is busy with another caller's task, and
- * the caller runs fn(arg) itself. */
+ * the caller runs fn(arg) itself. hr_assist_join returns false if the
+ * helper had not started the task (its core was busy): the task is taken
+ * back, and the caller runs it itself, rather than wait for that core. */
 #ifndef HR_ASSIST_H
 #define HR_ASSIST_H
 #include <stdbool.h>
@@ -25,6 +27,6 @@ hr_assist *hr_assist_new(void);
 /* Stop the thread (waiting for a task it runs) and free h; NULL is a no-op. */
 void hr_assist_free(hr_assist *h);
 bool hr_assist_start(hr_assist *h, hr_assist_fn fn, void *arg);
-void hr_assist_join(hr_assist *h);
+bool hr_assist_join(hr_assist *h);
 
 #endif

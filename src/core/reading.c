@@ -666,15 +666,14 @@ static void run_split(void *arg) {
 }
 
 /* Round trip 2: b2, and b2s (NULL: none) on the helper thread meanwhile if
- * it is free, else after b2 on this one. */
+ * it is free and starts it by the time b2 is done, else after b2 on this
+ * one. */
 static int exec_round_trip_2(hr_reading *r, hr_batch *b2, hr_batch *b2s, hr_err *err) {
     split_exec e = {.store = r->store, .b = b2s, .rc = HR_OK};
     bool helped = b2s && hr_assist_start(r->assist, run_split, &e);
     int rc = hr_batch_len(b2) > 0 ? hr_core_exec(r->store, b2, 0, "friends-reads", err) : HR_OK;
-    if (helped)
-        hr_assist_join(r->assist);
-    else if (b2s && rc == HR_OK)
-        run_split(&e);
+    if (helped) helped = hr_assist_join(r->assist); /* false: taken back, not started */
+    if (b2s && !helped && rc == HR_OK) run_split(&e);
     if (rc == HR_OK && e.rc != HR_OK) {
         *err = e.err;
         rc = e.rc;
