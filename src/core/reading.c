@@ -59,7 +59,7 @@ hr_reading *hr_reading_new(hr_store *store, hr_graph *graph, const hr_reading_op
     r->memo = hr_fmemo_new(store, MEMO_SLOTS, MEMO_BUDGET);
     r->assist = hr_assist_new(); /* NULL (no thread): every query runs alone */
     r->split_tests = o->split_tests ? o->split_tests : HR_READING_SPLIT_TESTS;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long cpus = o->cpus > 0 ? o->cpus : sysconf(_SC_NPROCESSORS_ONLN);
     r->cpus = cpus > 0 ? (int)cpus : 1;
     return r;
 }
@@ -648,7 +648,6 @@ static int friends_of(hr_reading *r, hr_slice uid, const hr_result *fwd, bool bo
  * each wait for the helper and cost ~30 % of their calls a second
  * (BENCHMARKS.md, reading round 19). */
 static bool may_split(hr_reading *r) {
-    if (r->split_tests == 1) return r->assist != NULL; /* tests: always */
     return r->assist && 2 * atomic_load_explicit(&r->running, memory_order_relaxed) <= r->cpus;
 }
 

@@ -92,10 +92,12 @@ typedef struct hr_reading_options {
     int64_t ttl_ms;              /* reading_ttl, >= 1 */
     const hr_rplan_costs *costs; /* NULL: hr_rplan_default_costs() (tests force a side) */
     /* friends-reads hands half its URL-set tests to a helper thread when they
-     * are at least this many member tests (friends x URLs) and no more
-     * friends-reads run than half the cores: 0 is HR_READING_SPLIT_TESTS;
-     * tests pass 1 to split every query with two URL-set tests or more */
+     * are at least split_tests member tests (friends x URLs; 0:
+     * HR_READING_SPLIT_TESTS) and no more friends-reads run than half of cpus
+     * (0: the CPUs online); tests pass 1 and a large cpus to split every
+     * query with two URL-set tests or more */
     size_t split_tests;
+    int cpus;
 } hr_reading_options;
 
 /* Member tests from which a friends-reads splits its URL-set tests over two

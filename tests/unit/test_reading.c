@@ -322,10 +322,12 @@ static const hr_rplan_costs FORCE_TESTS = {.entry = 1e9,
                                            .set_member = 1e9};
 
 /* split: HR_READING_SPLIT_TESTS's stand-in (0: the default; 1: every
- * friends-reads with two URL-set tests or more splits them) */
+ * friends-reads with two URL-set tests or more splits them, whatever the
+ * machine's cores) */
 static void open_reading_split(env *e, int64_t ttl, const hr_rplan_costs *costs, size_t split) {
     hr_reading_free(e->reading);
-    hr_reading_options o = {.ns = e->ns, .ttl_ms = ttl, .costs = costs, .split_tests = split};
+    hr_reading_options o = {
+        .ns = e->ns, .ttl_ms = ttl, .costs = costs, .split_tests = split, .cpus = split == 1 ? 64 : 0};
     e->reading = hr_reading_new(e->t.store, e->graph, &o);
     e->ttl = ttl;
 }
