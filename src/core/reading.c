@@ -716,9 +716,18 @@ static bool side_answer(qurl *q, const hr_batch *b, size_t n_friends, const hr_r
         size_t found = 0;
         for (size_t f = 0; f < n_friends; f++)
             found += in.ptr[f] != 0;
-        reserve_hits(q, found, a); /* once: up to 5,000 hits a URL */
-        for (size_t f = 0; f < n_friends; f++)
-            if (in.ptr[f]) q->hits[q->n_hits++] = (uint32_t)f;
+        /* Once: up to 5,000 hits a URL, and a slot past them for the loop
+         * below, which writes every friend and keeps the hits without a
+         * branch (a hit is one friend in 3-20: taken branches mispredicted
+         * ~40 % of this function's time, `perf annotate`). */
+        reserve_hits(q, found + 1, a);
+        uint32_t *hits = q->hits;
+        size_t n = q->n_hits;
+        for (size_t f = 0; f < n_friends; f++) {
+            hits[n] = (uint32_t)f;
+            n += in.ptr[f] != 0;
+        }
+        q->n_hits = n;
     } else if (q->side == HR_RPLAN_PROBE) {
         for (size_t f = 0; f < n_friends; f++) {
             const hr_result *z = hr_batch_result(b, q->op + f);
