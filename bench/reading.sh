@@ -327,14 +327,14 @@ MISSES=$(grep -c '\*\*missed\*\*' "$TARGETS" || true)
 
 INPROC=$TMP/inproc.md
 {
-    echo "| in-process (build/reading_load, RocksDB) | calls/s (2 threads) | p50 ms | p90 ms | p99 ms | max ms | CPU ms a call | batches | store ops | friends | URLs by side: list, probe, friends' sets | warm-up calls before: p50 / p99 ms |"
-    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+    echo "| in-process (build/reading_load, RocksDB) | calls/s (2 threads) | p50 ms | p90 ms | p99 ms | max ms | CPU ms a call | CPU stolen % | batches | store ops | friends | URLs by side | warm-up calls before: p50 / p99 ms |"
+    echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
     for key in M450_ZIPF M450_TAIL WORST_ZIPF WORST_TAIL POPULAR_1D TRENDING FRIENDS_POPULAR_1D \
                REOPENED_M450_ZIPF REOPENED_M450_TAIL REOPENED_WORST_ZIPF REOPENED_WORST_TAIL; do
         v() { local n="${key}_$1"; echo "${!n:-}"; }
-        echo "| $key ($(v N) calls) | $(v PER_S) | $(v P50_MS) | $(v P90_MS) | $(v P99_MS) | $(v MAX_MS) | $(v CPU_MS) | $(v BATCHES) | $(v OPS) | $(v FRIENDS) | $(v SIDES) | $(v COLD_N): $(v COLD_P50_MS) / $(v COLD_P99_MS) |"
+        echo "| $key ($(v N) calls) | $(v PER_S) | $(v P50_MS) | $(v P90_MS) | $(v P99_MS) | $(v MAX_MS) | $(v CPU_MS) | $(v STOLEN_PCT) | $(v BATCHES) | $(v OPS) | $(v FRIENDS) | $(v SIDES) | $(v COLD_N): $(v COLD_P50_MS) / $(v COLD_P99_MS) |"
     done
-    echo "| read recording, one read a call | $RECORD_PER_S | $RECORD_P50_MS | | $RECORD_P99_MS | | | 3 | | | | |"
+    echo "| read recording, one read a call | $RECORD_PER_S | $RECORD_P50_MS | | $RECORD_P99_MS | | | | 3 | | | | |"
 } >"$INPROC"
 
 NET=$TMP/net.md
@@ -382,7 +382,9 @@ mkdir -p "$RESULTS_DIR"
     echo "a query about a user asks about each user asked about once, then half as many calls as timed from"
     echo "another random stream; calls/s on 2 threads for a"
     echo "quarter of BENCH_DURATION; CPU ms a call = the timing thread's CPU time over its calls (less"
-    echo "skewed by other processes than the latencies); batches = store round trips; store ops from hr_store_ops_total. The"
+    echo "skewed by other processes than the latencies); CPU stolen = the share of the machine's CPU time the"
+    echo "hypervisor gave to other guests during the timed calls (/proc/stat), the one sign here of a busy host;"
+    echo "batches = store round trips; store ops from hr_store_ops_total. The"
     echo "first rows are measured right after the load (its writes still in memtables, compactions running);"
     echo "REOPENED_* after closing and reopening the store ($REOPEN_SECS s) and waiting for the flushes and"
     echo "compactions the load queued (${REOPEN_QUIESCE_SECS} s): the state a server reaches when writes pause, and the"

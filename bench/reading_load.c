@@ -530,6 +530,25 @@ static double thread_cpu(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The machine's CPU time stolen by the hypervisor, and its CPU time in all,
+ * in clock ticks so far (/proc/stat's first line); both 0 if unreadable.
+ * This VM shares its host: in runs whose latencies were 20-50 % above the
+ * others on the same data and code, nothing else ran here, so the share
+ * stolen during the timed calls is printed next to them. */
+static void cpu_ticks(uint64_t *steal, uint64_t *total) {
+    *steal = *total = 0;
+    FILE *f = fopen("/proc/stat", "r");
+    if (f == NULL) return;
+    unsigned long long v[8] = {0};
+    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+               &v[7]) == 8) {
+        for (int i = 0; i < 8; i++)
+            *total += v[i];
+        *steal = v[7];
+    }
+    fclose(f);
+}
+
 /* --churn: while the latency calls run, another thread records reads of the
  * dataset's own URLs (drawn like the load's) by random sharing users at
  * opt.churn a second, as a live service would. Each write to a URL's set of
@@ -610,12 +629,17 @@ static void measure(const query *q, size_t calls, job *jobs) {
     /* CPU time: on a shared machine the wall-clock latencies carry other
      * processes' load; this thread's CPU time per call compares builds fairly. */
     double cpu0 = thread_cpu();
+    uint64_t steal0, total0, steal1, total1;
+    cpu_ticks(&steal0, &total0);
     for (size_t c = 0; c < calls; c++) {
         double t0 = bu_now();
         one_query(q, &r, &a, &st, NULL);
         bu_lat_add(&lat, bu_now() - t0);
     }
     double cpu_ms = (thread_cpu() - cpu0) * 1e3 / (double)calls;
+    cpu_ticks(&steal1, &total1);
+    if (total1 > total0)
+        printf("%s_STOLEN_PCT=%.1f\n", q->name, 100.0 * (double)(steal1 - steal0) / (double)(total1 - total0));
     if (opt.churn > 0) {
         atomic_store(&churn_stop, true);
         pthread_join(churner, NULL);
