@@ -293,6 +293,20 @@ pgbench_percentiles() {
 
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 
+# Read every file under DIR once, so that the OS page cache holds it when a
+# measurement starts. This VM's host takes back page cache that has not
+# been touched for a while (seen 2026-11-26: 5.3 GB cached fell to 3.7 GB in
+# ten idle minutes, with 20 GB free), so a store written or measured earlier
+# may come from the disk again, while a database loaded minutes before its
+# measurement (PostgreSQL's) does not. Each side is warmed this way right
+# before it is measured.
+page_cache_warm() {
+    local dir=$1 t0 bytes
+    t0=$(date +%s.%N)
+    bytes=$(find "$dir" -type f -print0 | xargs -0 cat 2>/dev/null | wc -c)
+    log "page cache: read $dir ($bytes bytes) in $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+}
+
 # row_field NAME FIELD [ARRAY]: field FIELD (2=rps, 3=p50, 4=p99, 5=errors) of the
 # row named NAME in ARRAY (default ROWS) of "name|rps|p50|p99|errors" rows.
 row_field() {

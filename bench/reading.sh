@@ -126,6 +126,7 @@ else
     log "loading (scale $SCALE): ${lcmd[*]}"
 fi
 COMMANDS+=("$(quote_cmd "${lcmd[@]}")")
+[ -n "$REUSE" ] && page_cache_warm "$STORE_DIR" # a fresh load's files are in it already
 { "${lcmd[@]}" 2>&1 >"$TMP/load.new.env" | tee "$TMP/load.log" >&2; } || { tail_log "$TMP/load.log"; die "reading_load failed"; }
 # The load's figures, then this run's (with --reuse 1: the reopened ones only).
 if [ -n "$REUSE" ]; then cat "$REUSE/load.env" "$TMP/load.new.env" >"$TMP/load.env"; else cp "$TMP/load.new.env" "$TMP/load.env"; fi
@@ -139,6 +140,7 @@ log "loaded: $READS_RECORDED reads recorded, RocksDB $(du -sh "$STORE_DIR" | cut
 
 # ---- 2. herald over HTTP ------------------------------------------------------------
 
+page_cache_warm "$STORE_DIR"
 start_herald rocksdb "rocksdb:$STORE_DIR" --set "$STORE_CACHE"
 URL=$HERALD_URL
 export BENCH_FEEDS_FILE=$DATA/feeds.txt BENCH_USERS_FILE=$DATA/query_users.txt
@@ -292,6 +294,7 @@ EOF
         PG_RESULTS+=("$name|$tps|$p50|$p99|${failed:-0}")
         log "PostgreSQL $name: $tps tps, p50 $p50 ms, p99 $p99 ms over $n transactions"
     }
+    page_cache_warm "$PG_DATA"
     pg_run "M450, zipf feeds" 0 199 "(SELECT uid FROM query_users WHERE id = :q)"
     pg_run "M450, tail feeds" 200 399 "(SELECT uid FROM query_users WHERE id = :q)"
     pg_run "worst (M=5000), zipf feeds" 0 199 "'worst'"
@@ -388,7 +391,9 @@ mkdir -p "$RESULTS_DIR"
     echo "first rows are measured right after the load (its writes still in memtables, compactions running);"
     echo "REOPENED_* after closing and reopening the store ($REOPEN_SECS s) and waiting for the flushes and"
     echo "compactions the load queued (${REOPEN_QUIESCE_SECS} s): the state a server reaches when writes pause, and the"
-    echo "one PostgreSQL is measured in (after its load and VACUUM)."
+    echo "one PostgreSQL is measured in (after its load and VACUUM). Before each side is measured, its files are"
+    echo "read once so that the OS page cache holds them (bench/lib.sh, page_cache_warm: this VM's host takes"
+    echo "back page cache left idle, and a reused store was written long before PostgreSQL's tables)."
     echo
     echo "## Over the network"
     echo
