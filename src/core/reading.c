@@ -39,6 +39,7 @@ struct hr_reading {
     hr_fmemo *memo; /* friend lists kept between calls (core/friends_memo.h) */
     hr_assist *assist; /* takes half of a big friends-reads' URL-set tests */
     size_t split_tests;
+    bool split_no_wait;
     atomic_int running; /* friends-reads under way */
     int cpus;
 };
@@ -59,6 +60,7 @@ hr_reading *hr_reading_new(hr_store *store, hr_graph *graph, const hr_reading_op
     r->memo = hr_fmemo_new(store, MEMO_SLOTS, MEMO_BUDGET);
     r->assist = hr_assist_new(); /* NULL (no thread): every query runs alone */
     r->split_tests = o->split_tests ? o->split_tests : HR_READING_SPLIT_TESTS;
+    r->split_no_wait = o->split_no_wait;
     long cpus = o->cpus > 0 ? o->cpus : sysconf(_SC_NPROCESSORS_ONLN);
     r->cpus = cpus > 0 ? (int)cpus : 1;
     return r;
@@ -639,9 +641,6 @@ static int friends_of(hr_reading *r, hr_slice uid, const hr_result *fwd, bool bo
     return rc;
 }
 
-/* Add to b the ops that answer q from its side (LIST, PROBE or URL_SET);
- * q->op is the first. list1 is q's list as round trip 1 read it (from
- * first on); fh the friends' URL-set members (URL_SET only). */
 /* Whether a friends-reads may hand half its URL-set tests to the helper:
  * while no more of them run than half the cores, so that the other half is
  * likely free. On 2 cores with two queries at a time, splitting made them
@@ -651,35 +650,86 @@ static bool may_split(hr_reading *r) {
     return r->assist && 2 * atomic_load_explicit(&r->running, memory_order_relaxed) <= r->cpus;
 }
 
-/* A batch run by the helper thread (common/assist.h). */
+/* A batch run by the helper thread (common/assist.h). The caller owns it
+ * and its batch, unless it stopped waiting for them (exec_round_trip_2):
+ * then the helper frees them when it is done. */
+typedef enum { SPLIT_PENDING, SPLIT_DONE, SPLIT_LEFT } split_state;
+
 typedef struct split_exec {
     hr_store *store;
     hr_batch *b;
     hr_err err;
     int rc;
+    atomic_int state;           /* split_state */
+    _Atomic int64_t started_ns; /* when the helper started it (0: not yet) */
 } split_exec;
 
 static void run_split(void *arg) {
     split_exec *e = arg;
+    atomic_store_explicit(&e->started_ns, hr_assist_now_ns(), memory_order_relaxed);
     e->rc = hr_core_exec(e->store, e->b, 0, "friends-reads", &e->err);
+    int expect = SPLIT_PENDING;
+    if (!atomic_compare_exchange_strong(&e->state, &expect, SPLIT_DONE)) { /* SPLIT_LEFT: the caller went on */
+        hr_batch_free(e->b);
+        free(e);
+    }
 }
 
-/* Round trip 2: b2, and b2s (NULL: none) on the helper thread meanwhile if
- * it is free and starts it by the time b2 is done, else after b2 on this
- * one. */
-static int exec_round_trip_2(hr_reading *r, hr_batch *b2, hr_batch *b2s, hr_err *err) {
-    split_exec e = {.store = r->store, .b = b2s, .rc = HR_OK};
-    bool helped = b2s && hr_assist_start(r->assist, run_split, &e);
-    int rc = hr_batch_len(b2) > 0 ? hr_core_exec(r->store, b2, 0, "friends-reads", err) : HR_OK;
-    if (helped) helped = hr_assist_join(r->assist); /* false: taken back, not started */
-    if (b2s && !helped && rc == HR_OK) run_split(&e);
-    if (rc == HR_OK && e.rc != HR_OK) {
-        *err = e.err;
-        rc = e.rc;
+/* How long a caller that has run its half waits for the helper's: until
+ * the helper has run as long as the caller took, and half that again, as
+ * the halves differ. A helper later than that has most likely lost its
+ * core for milliseconds (assist.h), and the caller runs the half again
+ * itself: about as long as it waited. */
+static int64_t split_deadline(const split_exec *e, int64_t own_start, int64_t own_end) {
+    int64_t own = own_end - own_start, started = atomic_load_explicit(&e->started_ns, memory_order_relaxed);
+    if (started < own_start) started = own_start; /* not started: hr_assist_join_by takes it back */
+    return started + own + own / 2 + 50000;       /* and 50 us for the handover */
+}
+
+/* Round trip 2: b2, and *b2s (NULL: none) on the helper thread meanwhile
+ * if it is free and starts it by the time b2 is done, else after b2 on this
+ * one. *late is set when the helper was left with *b2s (split_deadline):
+ * *b2s is then NULL, its URLs unanswered, and the caller tests them again. */
+static int exec_round_trip_2(hr_reading *r, hr_batch *b2, hr_batch **b2s, bool *late, hr_err *err) {
+    *late = false;
+    split_exec *e = NULL;
+    if (*b2s) {
+        e = hr_xcalloc(1, sizeof *e);
+        *e = (split_exec){.store = r->store, .b = *b2s, .rc = HR_OK};
+        atomic_init(&e->state, SPLIT_PENDING);
+        atomic_init(&e->started_ns, 0);
     }
+    bool helped = e && hr_assist_start(r->assist, run_split, e);
+    int64_t t0 = hr_assist_now_ns();
+    int rc = hr_batch_len(b2) > 0 ? hr_core_exec(r->store, b2, 0, "friends-reads", err) : HR_OK;
+    hr_assist_end end = HR_ASSIST_TAKEN_BACK;
+    if (helped)
+        end = hr_assist_join_by(r->assist, r->split_no_wait ? 0 : split_deadline(e, t0, hr_assist_now_ns()));
+    int expect = SPLIT_PENDING;
+    if (end == HR_ASSIST_LATE && atomic_compare_exchange_strong(&e->state, &expect, SPLIT_LEFT)) {
+        *b2s = NULL; /* the helper frees it */
+        *late = true;
+        return rc;
+    } /* else done after all */
+    if (e && r->split_no_wait) { /* tests: the caller's path for a late half, every time */
+        hr_batch_free(*b2s);
+        *b2s = NULL;
+        *late = true;
+        free(e);
+        return rc;
+    }
+    if (e && end == HR_ASSIST_TAKEN_BACK && rc == HR_OK) run_split(e);
+    if (rc == HR_OK && e && e->rc != HR_OK) {
+        *err = e->err;
+        rc = e->rc;
+    }
+    free(e);
     return rc;
 }
 
+/* Add to b the ops that answer q from its side (LIST, PROBE or URL_SET);
+ * q->op is the first. list1 is q's list as round trip 1 read it (from
+ * first on); fh the friends' URL-set members (URL_SET only). */
 static void side_ops(hr_reading *r, qurl *q, const hr_result *list1, const hr_zrange_spec *first,
                      const hr_slice *friends, const uint64_t *fh, size_t n_friends, hr_batch *b, hr_buf *k) {
     hr_buf_clear(k);
@@ -893,8 +943,18 @@ static int friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friends, s
                      q[j].split ? b2s : b2, &k);
     }
     size_t tests = friends_tests_ops(r, q, nq, false, friends, n_friends, b2, &k, a);
-    rc = exec_round_trip_2(r, b2, b2s, err);
-    st.round_trips += hr_batch_len(b2) > 0 || b2s;
+    bool split = b2s != NULL, late;
+    rc = exec_round_trip_2(r, b2, &b2s, &late, err);
+    st.round_trips += hr_batch_len(b2) > 0 || split;
+    if (rc == HR_OK && late) { /* the helper kept its half past split_deadline: test those URLs here */
+        b2s = hr_batch_new();
+        for (size_t j = 0; j < nq; j++)
+            if (q[j].split)
+                side_ops(r, &q[j], hr_batch_result(b, q[j].list_op), &first, friends, fh, n_friends, b2s, &k);
+        rc = hr_core_exec(r->store, b2s, 0, "friends-reads", err);
+        st.round_trips++;
+        st.split_late++;
+    }
     if (rc != HR_OK) goto done;
     friends_tests_answer(q, nq, false, b2, tests, n_friends, a);
 

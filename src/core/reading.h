@@ -95,9 +95,12 @@ typedef struct hr_reading_options {
      * are at least split_tests member tests (friends x URLs; 0:
      * HR_READING_SPLIT_TESTS) and no more friends-reads run than half of cpus
      * (0: the CPUs online); tests pass 1 and a large cpus to split every
-     * query with two URL-set tests or more */
+     * query with two URL-set tests or more; with split_no_wait (tests
+     * only) a caller never waits for the helper's half and tests its URLs
+     * again itself, the path a half the helper is late with takes */
     size_t split_tests;
     int cpus;
+    bool split_no_wait;
 } hr_reading_options;
 
 /* Member tests from which a friends-reads splits its URL-set tests over two
@@ -174,6 +177,7 @@ typedef struct hr_reads_stats {
     size_t urls_set;     /* URLs answered by testing the friends against their URL sets */
     size_t urls_friends; /* URLs answered from the friends' packed sets */
     size_t urls_split;   /* of urls_set, those tested in a second batch, on a helper thread if it was free */
+    size_t split_late;   /* 1: the helper was late with that batch, and this thread tested its URLs again */
     size_t round_trips;
     bool friends_kept; /* the friend list kept from an earlier call was still current (core/friends_memo.h) */
 } hr_reads_stats;
