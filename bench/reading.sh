@@ -335,7 +335,7 @@ INPROC=$TMP/inproc.md
     for key in M450_ZIPF M450_TAIL WORST_ZIPF WORST_TAIL POPULAR_1D TRENDING FRIENDS_POPULAR_1D \
                REOPENED_M450_ZIPF REOPENED_M450_TAIL REOPENED_WORST_ZIPF REOPENED_WORST_TAIL; do
         v() { local n="${key}_$1"; echo "${!n:-}"; }
-        echo "| $key ($(v N) calls) | $(v PER_S) | $(v P50_MS) | $(v P90_MS) | $(v P99_MS) | $(v MAX_MS) | $(v CPU_MS) | $(v STOLEN_PCT) | $(v BATCHES) | $(v OPS) | $(v FRIENDS) | $(v SIDES) | $(v COLD_N): $(v COLD_P50_MS) / $(v COLD_P99_MS) |"
+        echo "| $key ($(v N) calls) | $(v PER_S) | $(v P50_MS) | $(v P90_MS) | $(v P99_MS) | $(v MAX_MS) | $(v CPU_MS) | $(v STOLEN_PCT) | $(v BATCHES) | $(v OPS) | $(v FRIENDS) | $(v SIDES)$([ -n "$(v SPLIT)" ] && echo "; calls split over two threads: $(v SPLIT)") | $(v COLD_N): $(v COLD_P50_MS) / $(v COLD_P99_MS) |"
     done
     echo "| read recording, one read a call | $RECORD_PER_S | $RECORD_P50_MS | | $RECORD_P99_MS | | | | 3 | | | | |"
 } >"$INPROC"

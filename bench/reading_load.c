@@ -466,7 +466,7 @@ typedef struct query {
 } query;
 
 typedef struct qstats {
-    size_t calls, urls_list, urls_probe, urls_set, urls_friends, round_trips, friends;
+    size_t calls, urls_list, urls_probe, urls_set, urls_friends, round_trips, friends, split, split_late;
 } qstats;
 
 /* One call of q, for user uid (NULL: drawn from r, as are the feeds). */
@@ -486,6 +486,8 @@ static void one_query(const query *q, bu_rng *r, hr_arena *a, qstats *st, const 
         st->urls_friends += s.urls_friends;
         st->round_trips += s.round_trips;
         st->friends += s.friends;
+        st->split += s.urls_split > 0;
+        st->split_late += s.split_late;
     } else if (q->what == 3) {
         hr_url_reads *items;
         size_t n;
@@ -656,6 +658,8 @@ static void measure(const query *q, size_t calls, job *jobs) {
                q->name, (double)st.friends / (double)calls, q->name, (double)st.urls_list / (double)calls,
                (double)st.urls_probe / (double)calls, (double)st.urls_set / (double)calls,
                (double)st.urls_friends / (double)calls);
+    if (q->what == 0)
+        printf("%s_SPLIT=\"%zu, the helper late with %zu\"\n", q->name, st.split, st.split_late);
     fprintf(stderr, TOOL ": %s: p50 %.3f ms, p99 %.3f ms, %.1f batches, %.0f ops per call\n", q->name,
             bu_lat_ms(&lat, 50), bu_lat_ms(&lat, 99), batches, ops);
     bu_lat_free(&lat);
