@@ -6,7 +6,6 @@
  * and a join with a deadline leaves a late one to the helper. */
 #include "common/assist.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -110,8 +109,8 @@ hr_assist_end hr_assist_join_by(hr_assist *h, int64_t deadline_ns) {
     if (h->state == OFFERED) { /* the helper has not started it: take it back */
         end = HR_ASSIST_TAKEN_BACK;
     } else {
-        int rc = 0;
-        while (h->state != DONE && rc != ETIMEDOUT)
+        int rc = 0; /* ETIMEDOUT, or EINVAL for a deadline before the epoch: stop waiting */
+        while (h->state != DONE && rc == 0)
             rc = deadline_ns == INT64_MAX ? pthread_cond_wait(&h->changed, &h->lock)
                                           : pthread_cond_timedwait(&h->changed, &h->lock, &until);
         if (h->state != DONE) end = HR_ASSIST_LATE;

@@ -17,9 +17,9 @@
  * back, and the caller runs it itself, rather than wait for that core.
  *
  * LATE TASKS. A helper that has started may still stop for milliseconds:
- * on a virtual machine its core is sometimes given to another guest (the
- * bench saw joins of M450 zipf calls wait 3-10 ms for a half that takes
- * 0.5). hr_assist_join_by waits only until a deadline; a task still
+ * on a virtual machine its core is sometimes given to another guest (an
+ * instrumented run saw joins of M450 zipf calls wait 3-10 ms for a half
+ * that takes 0.5). hr_assist_join_by waits only until a deadline; a task still
  * running then is left to the helper (HR_ASSIST_LATE), which goes back to
  * idle by itself when fn returns. From then on fn(arg) and the caller
  * share arg with no join between them: they must agree who frees it, and
