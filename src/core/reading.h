@@ -91,13 +91,13 @@ typedef struct hr_reading_options {
     const char *ns;              /* key namespace, copied ("" in the server) */
     int64_t ttl_ms;              /* reading_ttl, >= 1 */
     const hr_rplan_costs *costs; /* NULL: hr_rplan_default_costs() (tests force a side) */
-    /* friends-reads hands half its URL-set tests to a helper thread when they
-     * are at least split_tests member tests (friends x URLs; 0:
-     * HR_READING_SPLIT_TESTS) and no more friends-reads run than half of cpus
-     * (0: the CPUs online); tests pass 1 and a large cpus to split every
-     * query with two URL-set tests or more; with split_no_wait (tests
-     * only) a caller never waits for the helper's half and tests its URLs
-     * again itself, the path a half the helper is late with takes */
+    /* friends-reads hands two in five of its URL-set tests to a helper
+     * thread when they are at least split_tests member tests (friends x
+     * URLs; 0: HR_READING_SPLIT_TESTS) and no more friends-reads run than
+     * half of cpus (0: the CPUs online); tests pass 1 and a large cpus to
+     * split every query with two URL-set tests or more; with split_no_wait
+     * (tests only) a caller never waits for the helper's part and tests its
+     * URLs again itself, the path a part the helper is late with takes */
     size_t split_tests;
     int cpus;
     bool split_no_wait;

@@ -821,7 +821,7 @@ static void model_both_sides(env *e) {
         }
         /* users with friends ask about 3 long lists each; short lists count as read */
         if (mode >= 5)
-            cr_assert_geq(split, 10, "every other URL set in the second batch");
+            cr_assert_geq(split, 10, "two in five URL sets in the second batch");
         else
             cr_assert_eq(split, 0, "mode %d: too few tests to split", mode);
         if (mode == 6)
