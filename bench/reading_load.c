@@ -653,13 +653,13 @@ static void measure(const query *q, size_t calls, job *jobs) {
            q->name, bu_lat_ms(&lat, 50), q->name, bu_lat_ms(&lat, 90), q->name, bu_lat_ms(&lat, 99), q->name,
            bu_lat_ms(&lat, 100));
     printf("%s_BATCHES=%.2f\n%s_OPS=%.0f\n%s_CPU_MS=%.3f\n", q->name, batches, q->name, ops, q->name, cpu_ms);
-    if (q->what == 0)
+    if (q->what == 0) {
         printf("%s_FRIENDS=%.0f\n%s_SIDES=\"list %.1f, probe %.1f, URL sets %.1f, friends' sets %.1f\"\n",
                q->name, (double)st.friends / (double)calls, q->name, (double)st.urls_list / (double)calls,
                (double)st.urls_probe / (double)calls, (double)st.urls_set / (double)calls,
                (double)st.urls_friends / (double)calls);
-    if (q->what == 0)
         printf("%s_SPLIT=\"%zu, the helper late with %zu\"\n", q->name, st.split, st.split_late);
+    }
     fprintf(stderr, TOOL ": %s: p50 %.3f ms, p99 %.3f ms, %.1f batches, %.0f ops per call\n", q->name,
             bu_lat_ms(&lat, 50), bu_lat_ms(&lat, 99), batches, ops);
     bu_lat_free(&lat);

@@ -280,7 +280,7 @@ void pimg_after_write(rx *x, bool ok, bool wrote, uint64_t stamp) {
     for (size_t i = 0; i < x->pset_ndirty; i++) {
         if (!chunk_of_key(x->pset_dirty[i], &set, &chunk)) continue;
         lslot *sl = slot_lock(x->s->pimg_log, set);
-        log_settle(sl, set, chunk, x, ok && wrote, stamp);
+        log_settle(sl, set, chunk, x, ok, stamp);
         pthread_mutex_unlock(&sl->lock);
     }
 }
