@@ -330,6 +330,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     s->pset_images = rcache_new(PIMG_SLOTS, PIMG_MAX_BYTES,
                                 opts->pset_image_bytes ? opts->pset_image_bytes : DEFAULT_PSET_IMAGE_BYTES);
     s->pimg_log = pimg_log_new();
+    s->pcols = pcols_new();
     s->views = vspares_new();
 
     /* LZ4 when this RocksDB has it, else no compression. */
@@ -357,6 +358,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
         rcache_free(s->zset_cache);
         rcache_free(s->pset_images);
         pimg_log_free(s->pimg_log);
+        pcols_free(s->pcols);
         vspares_free(s->views);
         free(s);
         return rc;
@@ -434,6 +436,7 @@ static void close_(hr_store *hs) {
     rcache_free(s->zset_cache);
     rcache_free(s->pset_images);
     pimg_log_free(s->pimg_log);
+    pcols_free(s->pcols);
     vspares_free(s->views);
     free(s);
 }

@@ -82,6 +82,7 @@ typedef struct rocks_store {
     struct pimg_log *pimg_log; /* the chunks written since, for the images to leave out */
     _Atomic int64_t pimg_built[PIMG_COOLDOWN_SLOTS]; /* when a set hashing here last had an image built (ms) */
     _Atomic uint64_t pimg_tests; /* packed-set tests answered from an image (tests) */
+    struct pcols *pcols;         /* member columns of the most tested images (rocks_pcols.c) */
     vspares *views;      /* batches' emptied view tables */
     pthread_mutex_t stripes[ROCKS_STRIPES];
     struct rqueues *queues; /* the queues' in-memory state (rocks_queue.c) */
@@ -232,6 +233,14 @@ typedef struct rx {
      * (NULL until a test plans one), and the images the batch has built. */
     struct pimg_op *pimg_ops;
     size_t pimg_builds;
+    /* Member columns (rocks_pcols.c): the columns the batch has filled, and
+     * the rows of the members its tests ask about (pcol_n of them, as in
+     * pcol_members), looked up when pcol_nrows rows existed. */
+    size_t pcol_fills;
+    const uint64_t *pcol_members;
+    uint32_t *pcol_rows;
+    size_t pcol_n, pcol_cap;
+    uint32_t pcol_nrows;
     hr_buf tlkey;      /* scratch for time-list keys (rocks_tl.c) */
     struct qbatch *qb; /* the queue changes to apply after the commit (rocks_queue.c) */
     /* Sets kept in memory (rocks_zmem.c): the entries the batch holds, its
@@ -543,7 +552,7 @@ void rplan_add(rx *x, rplan *p, int cf, hr_slice key);
  * them, after the sequence number stamp, cut into 2^bits chunks. */
 typedef struct pimg {
     const unsigned char *slots;
-    uint64_t nslots, stamp;
+    uint64_t nslots, nall, stamp; /* nall: the slots, the last gap's included */
     unsigned bits;
 } pimg;
 /* One chunk as stored: n big-endian hashes, and their expiries (NULL: none). */
@@ -578,6 +587,8 @@ bool pimg_open(hr_slice value, uint64_t version, unsigned bits, pimg *out);
 bool pimg_find(const pimg *im, uint64_t h, int64_t *expire_at);
 /* Ask the CPU for the lines pimg_find will read for h. */
 void pimg_prefetch(const pimg *im, uint64_t h);
+/* The entry in slot i (< nall): false if the slot is a gap. */
+bool pimg_entry(const pimg *im, uint64_t i, uint64_t *h, int64_t *expire_at);
 /* At prefetch time, for a packed-set test op of set m: true if the test is
  * answered from a cached image (pimg_of(x, op)->img), which x now holds;
  * else it may be asked to build one (pimg_of(x, op)->build). */
@@ -591,10 +602,33 @@ void pimg_offer(rx *x, const hr_op *op, const rmeta *m, const pimg_chunk *chunks
  * before leave them out. */
 void pimg_before_write(rx *x);
 void pimg_after_write(rx *x, bool ok, bool wrote, uint64_t stamp);
+/* Member columns (rocks_pcols.c): a test of op's members against set m
+ * answered from the column of its image img, into out and *count; false if
+ * the image has no column, and none could be filled. */
+typedef struct pcols pcols;
+pcols *pcols_new(void);
+void pcols_free(pcols *p);
+bool pcols_test(rx *x, const hr_op *op, const rmeta *m, const pimg *img, unsigned char *out, int64_t *count);
+/* Tests answered from columns, columns filled, member rows (tests). */
+void pcols_stats(const pcols *p, uint64_t *tests, uint64_t *fills, size_t *rows);
 /* The store's log of chunk writes (rocks_pimage.c). */
 typedef struct pimg_log pimg_log;
 pimg_log *pimg_log_new(void);
 void pimg_log_free(pimg_log *log);
+
+/* splitmix64's finalizer: xor-shifts and multiplications by odd constants,
+ * each invertible, so a bijection of 64-bit integers. A packed set stores
+ * pset_mix(member ^ seed) for each member (rocks_pset.c); pset_unmix
+ * (rocks_pcols.c) is its inverse. */
+static inline uint64_t pset_mix(uint64_t z) {
+    z ^= z >> 30;
+    z *= UINT64_C(0xbf58476d1ce4e5b9);
+    z ^= z >> 27;
+    z *= UINT64_C(0x94d049bb133111eb);
+    z ^= z >> 31;
+    return z;
+}
+uint64_t pset_unmix(uint64_t h);
 
 /* Packed sets (rocks_pset.c). The chunks pset op will read given its key's
  * metadata m, appended to p. */

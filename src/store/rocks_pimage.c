@@ -143,6 +143,7 @@ bool pimg_open(hr_slice value, uint64_t version, unsigned bits, pimg *out) {
     if (nslots == 0 || nall < nslots + 1 || value.len != PIMG_HEAD + nall * PIMG_SLOT) return false;
     out->slots = p + PIMG_HEAD;
     out->nslots = nslots;
+    out->nall = nall;
     out->stamp = ld64(p + 16);
     out->bits = bits;
     return true;
@@ -161,6 +162,15 @@ bool pimg_find(const pimg *im, uint64_t h, int64_t *expire_at) {
     if (ld64(s) != h) return false;
     int64_t e = (int64_t)ld64(s + 8);
     if (e == PIMG_GAP) return false; /* h is UINT64_MAX, and this is a gap */
+    *expire_at = e;
+    return true;
+}
+
+bool pimg_entry(const pimg *im, uint64_t i, uint64_t *h, int64_t *expire_at) {
+    const unsigned char *s = im->slots + PIMG_SLOT * i;
+    int64_t e = (int64_t)ld64(s + 8);
+    if (e == PIMG_GAP) return false;
+    *h = ld64(s);
     *expire_at = e;
     return true;
 }

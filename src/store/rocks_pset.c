@@ -48,7 +48,9 @@
  * hr_get of 4 KiB values, plus ~0.1 us per member for the search. A set
  * of PIMG_MIN_CHUNKS chunks or more, tested often, is tested from its image
  * instead (rocks_pimage.c): one cache lookup for the set and ~1-2 cache
- * lines per member.
+ * lines per member; and when that image has a member column
+ * (rocks_pcols.c), from one bit per member, in a row the batch has looked
+ * up once for all its tests of the same members.
  * hr_pset_add and hr_pset_rem read one chunk (prefetched too) and change it
  * in a decoded copy kept in the batch's view (rx_aux); pset_flush writes
  * every changed chunk once at the end of the batch, so a batch of 1,000
@@ -86,19 +88,9 @@
 #define CHUNK_TARGET 512u   /* entries a chunk averages at most before the chunks double */
 #define NO_EXPIRY INT64_MAX /* soonest of a set whose entries never expire */
 
-/* splitmix64's finalizer: xor-shifts and multiplications by odd constants,
- * each invertible, so a bijection of 64-bit integers. */
-static inline uint64_t mix(uint64_t z) {
-    z ^= z >> 30;
-    z *= UINT64_C(0xbf58476d1ce4e5b9);
-    z ^= z >> 27;
-    z *= UINT64_C(0x94d049bb133111eb);
-    z ^= z >> 31;
-    return z;
-}
 
 static inline uint64_t hash_of(const rmeta *m, uint64_t member) {
-    return mix(member ^ m->seed);
+    return pset_mix(member ^ m->seed);
 }
 
 static inline uint32_t chunk_of(const rmeta *m, uint64_t h) {
@@ -115,7 +107,7 @@ static uint64_t random_seed(void) {
     static _Thread_local uint64_t state;
     if (state == 0) state = hr_mono_ns() ^ (uint64_t)(uintptr_t)&state;
     state += UINT64_C(0x9E3779B97F4A7C15);
-    return mix(state);
+    return pset_mix(state);
 }
 
 /* Chunk keys ------------------------------------------------------------------- */
@@ -618,6 +610,14 @@ static int64_t image_test(const pimg *im, const uint64_t *hs, size_t n, int64_t 
     return count;
 }
 
+/* The hashes of op's members in set m, in x's memory. */
+static uint64_t *hashes_of(rx *x, const rmeta *m, const hr_op *op) {
+    uint64_t *hs = hr_arena_alloc(&x->mem, (op->n_u64s ? op->n_u64s : 1) * sizeof *hs);
+    for (size_t i = 0; i < op->n_u64s; i++)
+        hs[i] = hash_of(m, op->u64s[i]);
+    return hs;
+}
+
 /* After a test that pimg_plan asked to build the set's image (every chunk
  * was prefetched): read the chunks it did not need, and offer the image of
  * them all, unless the batch changed one (its decoded copy is not what the
@@ -650,16 +650,22 @@ int op_pset_test(rx *x, hr_op *op) {
      * with the table, member i + AHEAD's lines are prefetched while member
      * i is searched. */
     size_t nc = (size_t)1 << m.bits;
-    uint64_t *hs = hr_arena_alloc(&x->mem, n * sizeof *hs);
-    for (size_t i = 0; i < n; i++)
-        hs[i] = hash_of(&m, op->u64s[i]);
     const pimg_op *im = pimg_of(x, op);
     ckey k;
     if (im && im->img.slots && !x->dirty) {
-        op->result.num = image_test(&im->img, hs, n, x->now, out);
+        /* from the image's column (rocks_pcols.c), else the image itself */
+        int64_t count;
+        uint64_t *hs = NULL;
+        if (pcols_test(x, op, &m, &im->img, out, &count)) {
+            op->result.num = count;
+        } else {
+            hs = hashes_of(x, &m, op);
+            op->result.num = image_test(&im->img, hs, n, x->now, out);
+        }
         atomic_fetch_add_explicit(&x->s->pimg_tests, 1, memory_order_relaxed);
         if (im->ndirty == 0) return 0;
         /* members of chunks written since the image was built: from those */
+        if (hs == NULL) hs = hashes_of(x, &m, op);
         ckey_init(&k, op->key, m.version);
         for (size_t i = 0; i < n && rc == 0; i++) {
             uint32_t c = chunk_of(&m, hs[i]);
@@ -674,6 +680,7 @@ int op_pset_test(rx *x, hr_op *op) {
         ckey_free(&k);
         return rc;
     }
+    uint64_t *hs = hashes_of(x, &m, op);
     cref *refs = nc <= 4 * n ? hr_arena_calloc(&x->mem, nc * sizeof *refs) : NULL;
     ckey_init(&k, op->key, m.version);
     int64_t count = 0;

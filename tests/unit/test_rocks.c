@@ -1137,6 +1137,130 @@ Test(rocks_internals, an_image_never_hides_an_acknowledged_member) {
     pthread_join(t, NULL);
     cr_assert_eq(atomic_load(&ad.acked), NEW);
     from_images = (long)atomic_load(&r->pimg_tests) - from_images;
-    cr_log_info("%ld tests, %ld from images", tests, from_images);
+    uint64_t from_columns, fills;
+    size_t rows;
+    pcols_stats(r->pcols, &from_columns, &fills, &rows);
+    cr_log_info("%ld tests, %ld from images, %llu of them from the image's column", tests, from_images,
+                (unsigned long long)from_columns);
     cr_assert_gt(from_images, 0, "the pause's tests used the image");
+    cr_assert_gt(from_columns, 0, "and its column");
+}
+
+/* Member columns (rocks_pcols.c) ------------------------------------------------ */
+
+Test(rocks_internals, pset_unmix_undoes_pset_mix) {
+    const uint64_t edges[] = {0, 1, 2, UINT64_C(1) << 63, UINT64_MAX - 1, UINT64_MAX};
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++)
+        cr_assert_eq(pset_unmix(pset_mix(edges[i])), edges[i]);
+    uint64_t x = 42;
+    for (int i = 0; i < 100000; i++) {
+        x = x * UINT64_C(6364136223846793005) + UINT64_C(1442695040888963407);
+        cr_assert_eq(pset_unmix(pset_mix(x)), x, "%016llx", (unsigned long long)x);
+        cr_assert_eq(pset_mix(pset_unmix(x)), x, "%016llx", (unsigned long long)x);
+    }
+}
+
+/* Four sets of 6,000 members: "ca" the even numbers, "cb" the multiples of
+ * three, "cc" 0..5999 of which 40 expire at soon, "cd" 0..5999 of which 200
+ * expire at soon (more than a column lists as exceptions). */
+enum { COL_SETS = 4, COL_N = 6000, COL_Q = 3000 };
+static const char *const col_sets[COL_SETS] = {"ca", "cb", "cc", "cd"};
+
+static int64_t col_expiry(int set, uint64_t v, int64_t soon) {
+    if (set == 2 && v % 150 == 0) return soon;
+    if (set == 3 && v % 30 == 0) return soon;
+    return 0;
+}
+
+static bool col_member(int set, uint64_t v, int64_t now, int64_t soon) {
+    bool in = set == 0 ? v % 2 == 0 && v < 2 * COL_N : set == 1 ? v % 3 == 0 && v < 3 * COL_N : v < COL_N;
+    int64_t e = col_expiry(set, v, soon);
+    return in && (e == 0 || now < e);
+}
+
+/* One batch testing members 0..COL_Q-1 against every set, checked against
+ * col_member at a time between the batch's start and end (those near soon
+ * are not checked). Returns the tests answered from columns. */
+static uint64_t col_test_all(int64_t soon, uint64_t extra_in, uint64_t extra_out) {
+    rocks_store *r = (rocks_store *)S;
+    uint64_t m[COL_Q], tests0, tests1, fills;
+    size_t rows;
+    for (size_t i = 0; i < COL_Q; i++)
+        m[i] = i;
+    pcols_stats(r->pcols, &tests0, &fills, &rows);
+    hr_batch *b = hr_batch_new();
+    for (int s = 0; s < COL_SETS; s++)
+        hr_pset_test(b, hr_slice_str(col_sets[s]), m, COL_Q);
+    int64_t before = hr_now_ms();
+    exec(b);
+    int64_t after = hr_now_ms();
+    pcols_stats(r->pcols, &tests1, &fills, &rows);
+    for (int s = 0; s < COL_SETS; s++) {
+        const hr_result *res = hr_batch_result(b, (size_t)s);
+        int64_t count = 0;
+        for (uint64_t v = 0; v < COL_Q; v++) {
+            count += res->value.ptr[v];
+            bool want = col_member(s, v, before, soon);
+            if (s == 0 && v == extra_in) want = true;
+            if (s == 0 && v == extra_out) want = false;
+            if (want != col_member(s, v, after, soon) && !(s == 0 && (v == extra_in || v == extra_out)))
+                continue; /* expired during the batch: either answer is right */
+            cr_assert_eq(res->value.ptr[v], want, "set %s, member %llu", col_sets[s], (unsigned long long)v);
+        }
+        cr_assert_eq(res->num, count, "set %s: the count", col_sets[s]);
+    }
+    hr_batch_free(b);
+    return tests1 - tests0;
+}
+
+Test(rocks_internals, member_columns_answer_many_sets_as_their_images_do) {
+    int64_t soon = hr_now_ms() + 2500;
+    hr_batch *b = hr_batch_new();
+    for (int s = 0; s < COL_SETS; s++)
+        for (uint64_t i = 0; i < COL_N; i++) {
+            uint64_t v = s == 0 ? 2 * i : s == 1 ? 3 * i : i;
+            hr_pset_add(b, hr_slice_str(col_sets[s]), v, col_expiry(s, v, soon));
+        }
+    exec(b);
+    hr_store_close(S);
+    S = NULL;
+    open_store();
+    rocks_store *r = (rocks_store *)S;
+    const uint64_t none = UINT64_MAX;
+
+    /* the first batch builds the images; each next one fills a column
+     * (one a batch), and the tests that have one are answered from it */
+    cr_assert_eq(col_test_all(soon, none, none), 0);
+    uint64_t from_columns = 0;
+    for (int i = 0; i < COL_SETS; i++)
+        from_columns = col_test_all(soon, none, none);
+    cr_assert_eq(from_columns, COL_SETS, "every set has its column");
+    uint64_t tests, fills;
+    size_t rows;
+    pcols_stats(r->pcols, &tests, &fills, &rows);
+    cr_assert_eq(fills, COL_SETS);
+    /* 0..5999, and the even numbers and multiples of three above: 12,000,
+     * of which 0 has a row of its own, not counted */
+    cr_assert_eq(rows, 2 * COL_N - 1, "a row per member of any set");
+    cr_assert_lt(hr_now_ms(), soon, "set up in time");
+
+    /* once the members expire, "cc" still answers from its column, without
+     * those it lists as expiring; "cd" listed only some, so its column was
+     * valid until the others expired, and is filled again first */
+    while (hr_now_ms() <= soon + 10)
+        usleep(50 * 1000);
+    cr_assert_eq(col_test_all(soon, none, none), COL_SETS);
+    cr_assert_eq(col_test_all(soon, none, none), COL_SETS);
+    uint64_t fills2;
+    pcols_stats(r->pcols, &tests, &fills2, &rows);
+    cr_assert_eq(fills2, fills + 1);
+
+    /* writes since the images were built: their chunks are searched after
+     * the columns answer */
+    hr_batch_reset(b);
+    hr_pset_add(b, hr_slice_str("ca"), 1, 0);
+    hr_pset_rem(b, hr_slice_str("ca"), 4);
+    exec(b);
+    cr_assert_eq(col_test_all(soon, 1, 4), COL_SETS);
+    hr_batch_free(b);
 }
