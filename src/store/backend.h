@@ -78,6 +78,12 @@ struct hr_batch {
      * released when the batch is reset or freed. */
     struct hr_batch_hold *holds;
     size_t n_holds, cap_holds;
+    /* The members the last hr_pset_test was given (src, n) and its copy:
+     * the next test given the same array holding the same members shares
+     * the copy, so a backend sees that both ask about the same members
+     * (their op.u64s are equal). */
+    const uint64_t *test_src, *test_copy;
+    size_t test_n;
 };
 
 /* Keep p alive as long as b's results: release(p) when b is reset or

@@ -41,6 +41,7 @@ void hr_batch_reset(hr_batch *b) {
     hr_arena_reset(&b->arena);
     b->len = 0;
     b->executed = false;
+    b->test_src = b->test_copy = NULL;
 }
 
 size_t hr_batch_len(const hr_batch *b) { return b->len; }
@@ -183,9 +184,17 @@ size_t hr_pset_card(hr_batch *b, hr_slice key) {
 
 size_t hr_pset_test(hr_batch *b, hr_slice key, const uint64_t *members, size_t n) {
     hr_op *op = push(b, HR_OP_PSET_TEST, key);
-    uint64_t *copy = hr_arena_alloc(&b->arena, n * sizeof *copy);
-    if (n) memcpy(copy, members, n * sizeof *copy);
-    op->u64s = copy;
+    /* the same array with the same members (a caller may refill one) */
+    bool same = members == b->test_src && n == b->test_n && n &&
+                memcmp(members, b->test_copy, n * sizeof *members) == 0;
+    if (!same) {
+        uint64_t *copy = hr_arena_alloc(&b->arena, n * sizeof *copy);
+        if (n) memcpy(copy, members, n * sizeof *copy);
+        b->test_src = members;
+        b->test_copy = copy;
+        b->test_n = n;
+    }
+    op->u64s = b->test_copy;
     op->n_u64s = n;
     return last(b);
 }

@@ -233,13 +233,15 @@ typedef struct rx {
      * (NULL until a test plans one), and the images the batch has built. */
     struct pimg_op *pimg_ops;
     size_t pimg_builds;
-    /* Member columns (rocks_pcols.c): the columns the batch has filled, and
-     * the rows of the members its tests ask about (pcol_n of them, as in
-     * pcol_members), looked up when pcol_nrows rows existed. */
+    /* Member columns (rocks_pcols.c): the columns the batch has filled; the
+     * members its last column test asked about (an op's u64s), whether other
+     * tests share them, and their rows once looked up, when pcol_nrows rows
+     * existed. */
     size_t pcol_fills;
     const uint64_t *pcol_members;
+    bool pcol_shared, pcol_looked_up;
     uint32_t *pcol_rows;
-    size_t pcol_n, pcol_cap;
+    size_t pcol_cap;
     uint32_t pcol_nrows;
     hr_buf tlkey;      /* scratch for time-list keys (rocks_tl.c) */
     struct qbatch *qb; /* the queue changes to apply after the commit (rocks_queue.c) */

@@ -28,6 +28,12 @@
  * applies to the column as it does to the image: rocks_pset.c searches the
  * members of those chunks in the chunks themselves, after either.
  *
+ * WHICH TESTS. Only a test whose members another test of the same batch
+ * asks about too (hr_pset_test shares their copy): a lone test would pay as
+ * many random reads for its rows as the image costs, and fill rows and
+ * columns with members and sets that are never tested together (a stories
+ * member's seen set, tested once a query).
+ *
  * WHICH SETS. Columns are a cache of PCOL_BUCKETS buckets of PCOL_WAYS,
  * by the set's key hash. A test whose set has no column in its bucket fills
  * one (at most PCOL_FILLS_PER_BATCH a batch): an empty way, else the least
@@ -74,6 +80,7 @@
 #define PCOL_FILLS_PER_BATCH 1
 #define PCOL_FILL_ENTRIES_PER_S 4000000 /* entries all fills may read in a second (~0.2 s of CPU) */
 #define NO_ROW UINT32_MAX
+#define PREFETCH_AHEAD 8 /* members ahead whose key slot or row is asked of the CPU first */
 
 /* EMPTY: free. FAILED: its set's last fill found the rows full; not
  * tried again for PCOL_RETRY_MS, and free for another set. */
@@ -199,14 +206,15 @@ static bool col_is(const pcol *c, uint64_t kh, hr_slice key, const rmeta *m, con
 }
 
 /* The way of bucket b (locked) to fill for set key, or -1: the set's own
- * (stale) column, an empty one, or the least recently used idle one. */
+ * (stale, or failed) column, an empty one, or the least recently used idle
+ * one. */
 static int way_to_fill(pcols *p, size_t b, uint64_t kh, hr_slice key, int64_t now) {
     int best = -1;
     int64_t oldest = INT64_MAX;
     for (int w = 0; w < PCOL_WAYS; w++) {
         pcol *c = &p->cols[b * PCOL_WAYS + w];
         if (c->state == PC_FILLING) continue;
-        if (c->state == PC_READY && c->key_hash == kh && c->klen == key.len &&
+        if (c->state != PC_EMPTY && c->key_hash == kh && c->klen == key.len &&
             memcmp(c->key, key.ptr, key.len) == 0)
             return w;
         if (c->state == PC_EMPTY || c->state == PC_FAILED) {
@@ -325,7 +333,7 @@ static bool column_of(rx *x, pcols *p, hr_slice key, const rmeta *m, const pimg 
         if (c->state == PC_FILLING || (c->state == PC_FAILED && now - c->filled_at < PCOL_RETRY_MS) ||
             (col_is(c, kh, key, m, img) && now < c->filled_at))
             may_fill = false; /* being filled; failed a moment ago; filled by a batch that began after x */
-        if (!col_is(c, kh, key, m, img) || now < c->filled_at || now >= c->valid_until) break;
+        if (!col_is(c, kh, key, m, img) || now < c->filled_at || now >= c->valid_until) continue;
         *v = (colview){(uint32_t)(b * PCOL_WAYS + w), c->nexc, atomic_load(&c->gen), c->exc_soonest};
         if (now - atomic_load_explicit(&c->last_used, memory_order_relaxed) >= 1000)
             atomic_store_explicit(&c->last_used, now, memory_order_relaxed);
@@ -340,7 +348,10 @@ static bool column_of(rx *x, pcols *p, hr_slice key, const rmeta *m, const pimg 
     }
     uint32_t col = (uint32_t)(b * PCOL_WAYS + (size_t)w);
     pcol *c = &p->cols[col];
-    c->state = PC_FILLING;
+    c->state = PC_FILLING; /* and the set's from now on, so no other batch fills one for it */
+    c->key_hash = kh;
+    c->klen = (uint32_t)key.len;
+    memcpy(c->key, key.ptr, key.len);
     atomic_store_explicit(&c->gen, atomic_load(&c->gen) + 1, memory_order_relaxed);
     pthread_mutex_unlock(&p->locks[b]);
     atomic_thread_fence(memory_order_release); /* the odd generation before any bit changes */
@@ -352,9 +363,6 @@ static bool column_of(rx *x, pcols *p, hr_slice key, const rmeta *m, const pimg 
 
     pthread_mutex_lock(&p->locks[b]);
     c->state = ok ? PC_READY : PC_FAILED;
-    c->key_hash = kh;
-    c->klen = (uint32_t)key.len;
-    memcpy(c->key, key.ptr, key.len);
     c->version = m->version;
     c->bits = img->bits;
     c->stamp = img->stamp;
@@ -369,22 +377,36 @@ static bool column_of(rx *x, pcols *p, hr_slice key, const rmeta *m, const pimg 
     return ok;
 }
 
-/* The rows of op's members, looked up once per batch for each list of
- * members (the tests of one friends-reads all ask about the same), and
- * again for those missing when rows were inserted since. */
+/* Whether another test of the batch asks about op's members: the same
+ * copy, as hr_pset_test shares it. A lone test gains nothing from a column
+ * (its rows cost as many random reads as the image), and would spend the
+ * rows and columns on members and sets that are not tested together. */
+static bool members_shared(rx *x, const hr_op *op) {
+    if (x->pcol_members == op->u64s) return x->pcol_shared;
+    size_t same = 0;
+    for (size_t i = 0; i < x->b->len && same < 2; i++)
+        same += x->b->ops[i].type == HR_OP_PSET_TEST && x->b->ops[i].u64s == op->u64s;
+    x->pcol_members = op->u64s;
+    x->pcol_shared = same >= 2;
+    x->pcol_looked_up = false;
+    return x->pcol_shared;
+}
+
+/* The rows of op's members (members_shared(x, op) first), looked up once a
+ * batch, and again for those missing when rows were inserted since. */
 static const uint32_t *rows_of(rx *x, pcols *p, const hr_op *op) {
     size_t n = op->n_u64s;
     uint32_t nrows = atomic_load(&p->nrows);
-    if (x->pcol_rows == NULL || x->pcol_n != n ||
-        (x->pcol_members != op->u64s && memcmp(x->pcol_members, op->u64s, n * sizeof *op->u64s) != 0)) {
+    if (!x->pcol_looked_up) {
         if (x->pcol_cap < n) {
             x->pcol_rows = hr_arena_alloc(&x->mem, n * sizeof *x->pcol_rows);
             x->pcol_cap = n;
         }
-        x->pcol_members = op->u64s;
-        x->pcol_n = n;
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+            if (i + PREFETCH_AHEAD < n) __builtin_prefetch(&p->keys[row_home(p, op->u64s[i + PREFETCH_AHEAD])]);
             x->pcol_rows[i] = row_find(p, op->u64s[i]);
+        }
+        x->pcol_looked_up = true;
         x->pcol_nrows = nrows;
     } else if (x->pcol_nrows != nrows) {
         for (size_t i = 0; i < n; i++)
@@ -402,12 +424,14 @@ static int cmp_u32(const void *a, const void *b) {
 bool pcols_test(rx *x, const hr_op *op, const rmeta *m, const pimg *img, unsigned char *out, int64_t *count) {
     pcols *p = x->s->pcols;
     colview v;
-    if (p == NULL || !column_of(x, p, op->key, m, img, &v)) return false;
+    if (p == NULL || !members_shared(x, op) || !column_of(x, p, op->key, m, img, &v)) return false;
     const uint32_t *rows = rows_of(x, p, op);
     size_t n = op->n_u64s;
     uint32_t word = v.col / 64, shift = v.col % 64;
     int64_t hits = 0;
     for (size_t i = 0; i < n; i++) {
+        if (i + PREFETCH_AHEAD < n && rows[i + PREFETCH_AHEAD] != NO_ROW)
+            __builtin_prefetch(&p->rows[(size_t)rows[i + PREFETCH_AHEAD] * PCOL_WORDS + word]);
         unsigned char in = 0;
         if (rows[i] != NO_ROW)
             in = (unsigned char)(atomic_load_explicit(&p->rows[(size_t)rows[i] * PCOL_WORDS + word],

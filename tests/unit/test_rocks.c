@@ -1126,11 +1126,14 @@ Test(rocks_internals, an_image_never_hides_an_acknowledged_member) {
             m[n++] = 100000 + (uint64_t)i;
         hr_batch *q = hr_batch_new();
         hr_pset_test(q, hr_slice_str("big"), m, n);
+        hr_pset_test(q, hr_slice_str("big"), m, n); /* twice: tests of the same members may use a column */
         exec(q);
-        const hr_result *res = hr_batch_result(q, 0);
-        for (size_t i = 0; i < n; i++)
-            cr_assert(res->value.ptr[i], "test %ld: member %llu, acknowledged before it, not found", tests,
-                      (unsigned long long)m[i]);
+        for (size_t twice = 0; twice < 2; twice++) {
+            const hr_result *res = hr_batch_result(q, twice);
+            for (size_t i = 0; i < n; i++)
+                cr_assert(res->value.ptr[i], "test %ld.%zu: member %llu, acknowledged before it, not found", tests,
+                          twice, (unsigned long long)m[i]);
+        }
         hr_batch_free(q);
         if (acked == NEW) break;
     }
@@ -1262,5 +1265,45 @@ Test(rocks_internals, member_columns_answer_many_sets_as_their_images_do) {
     hr_pset_rem(b, hr_slice_str("ca"), 4);
     exec(b);
     cr_assert_eq(col_test_all(soon, 1, 4), COL_SETS);
+
+    /* a lone test of its members gains nothing from a column: the image */
+    uint64_t tests2;
+    pcols_stats(r->pcols, &tests, &fills, &rows);
+    hr_batch_reset(b);
+    uint64_t two[2] = {2, 3};
+    hr_pset_test(b, hr_slice_str("ca"), two, 2);
+    exec(b);
+    cr_assert_eq(hr_batch_result(b, 0)->num, 1);
+    uint64_t m[100];
+    for (int i = 0; i < 100; i++)
+        m[i] = (uint64_t)i;
+    hr_batch_reset(b);
+    hr_pset_test(b, hr_slice_str("ca"), m, 100);
+    exec(b);
+    cr_assert_eq(hr_batch_result(b, 0)->num, 50);
+    pcols_stats(r->pcols, &tests2, &fills2, &rows);
+    cr_assert_eq(tests2, tests, "no test answered from a column");
+    hr_batch_free(b);
+}
+
+Test(rocks_internals, tests_of_the_same_members_share_their_copy) {
+    uint64_t m[3] = {1, 2, 3};
+    hr_batch *b = hr_batch_new();
+    hr_pset_test(b, hr_slice_str("a"), m, 3);
+    hr_pset_test(b, hr_slice_str("b"), m, 3);
+    hr_pset_test(b, hr_slice_str("c"), m, 2);
+    m[1] = 7; /* the caller refills its array: a copy of its own */
+    hr_pset_test(b, hr_slice_str("d"), m, 3);
+    hr_pset_test(b, hr_slice_str("e"), m, 3);
+    cr_assert_eq(b->ops[0].u64s, b->ops[1].u64s);
+    cr_assert_neq(b->ops[1].u64s, b->ops[2].u64s, "fewer members");
+    cr_assert_neq(b->ops[2].u64s, b->ops[3].u64s);
+    cr_assert_eq(b->ops[3].u64s, b->ops[4].u64s);
+    cr_assert_eq(b->ops[0].u64s[1], 2);
+    cr_assert_eq(b->ops[3].u64s[1], 7);
+    exec(b);
+    hr_batch_reset(b);
+    hr_pset_test(b, hr_slice_str("a"), m, 3); /* after a reset, nothing is shared with what was */
+    cr_assert_eq(b->ops[0].u64s[1], 7);
     hr_batch_free(b);
 }
