@@ -378,18 +378,31 @@ static bool column_of(rx *x, pcols *p, hr_slice key, const rmeta *m, const pimg 
 }
 
 /* Whether another test of the batch asks about op's members: the same
- * copy, as hr_pset_test shares it. A lone test gains nothing from a column
- * (its rows cost as many random reads as the image), and would spend the
- * rows and columns on members and sets that are not tested together. */
+ * copy, as hr_pset_test shares it. It shares a copy only with the test
+ * before, so the tests that share one are consecutive among the batch's
+ * tests: the nearest test on either side tells. A lone test gains nothing
+ * from a column (its rows cost as many random reads as the image), and
+ * would spend the rows and columns on members and sets that are not tested
+ * together. */
 static bool members_shared(rx *x, const hr_op *op) {
     if (x->pcol_members == op->u64s) return x->pcol_shared;
-    size_t same = 0;
-    for (size_t i = 0; i < x->b->len && same < 2; i++)
-        same += x->b->ops[i].type == HR_OP_PSET_TEST && x->b->ops[i].u64s == op->u64s;
+    const hr_op *ops = x->b->ops;
+    size_t at = (size_t)(op - ops);
+    bool shared = false;
+    for (size_t i = at; i-- > 0;)
+        if (ops[i].type == HR_OP_PSET_TEST) {
+            shared = ops[i].u64s == op->u64s;
+            break;
+        }
+    for (size_t i = at + 1; i < x->b->len && !shared; i++)
+        if (ops[i].type == HR_OP_PSET_TEST) {
+            shared = ops[i].u64s == op->u64s;
+            break;
+        }
     x->pcol_members = op->u64s;
-    x->pcol_shared = same >= 2;
+    x->pcol_shared = shared;
     x->pcol_looked_up = false;
-    return x->pcol_shared;
+    return shared;
 }
 
 /* The rows of op's members (members_shared(x, op) first), looked up once a
