@@ -88,7 +88,6 @@
 #define CHUNK_TARGET 512u   /* entries a chunk averages at most before the chunks double */
 #define NO_EXPIRY INT64_MAX /* soonest of a set whose entries never expire */
 
-
 static inline uint64_t hash_of(const rmeta *m, uint64_t member) {
     return pset_mix(member ^ m->seed);
 }
