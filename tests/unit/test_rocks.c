@@ -1307,3 +1307,69 @@ Test(rocks_internals, tests_of_the_same_members_share_their_copy) {
     cr_assert_eq(b->ops[0].u64s[1], 7);
     hr_batch_free(b);
 }
+
+/* Two threads testing the same members against "stag" twice a batch while
+ * its members expire 30 at a time every 10 ms: more than a column lists as
+ * exceptions, so the column is valid only until the next unlisted expiry
+ * and is filled again every few tens of ms, under the other thread's reads.
+ * Every answer must match the expiries at the batch's start or its end. */
+enum { STAG_N = 6000, STAG_SLOTS = 200, STAG_STEP_MS = 10 };
+static int64_t stag_soon;
+
+static int64_t stag_expiry(uint64_t v) {
+    return stag_soon + (int64_t)(v % STAG_SLOTS) * STAG_STEP_MS;
+}
+
+static void *stag_reader(void *arg) {
+    long *bad = arg;
+    uint64_t m[STAG_N];
+    for (uint64_t i = 0; i < STAG_N; i++)
+        m[i] = i;
+    hr_batch *b = hr_batch_new();
+    while (hr_now_ms() < stag_soon + STAG_SLOTS * STAG_STEP_MS + 100) {
+        hr_batch_reset(b);
+        hr_pset_test(b, hr_slice_str("stag"), m, STAG_N);
+        hr_pset_test(b, hr_slice_str("stag"), m, STAG_N);
+        int64_t before = hr_now_ms();
+        hr_err err = {0};
+        if (hr_store_exec(S, b, 0, &err) != HR_OK) {
+            (*bad)++;
+            break;
+        }
+        int64_t after = hr_now_ms();
+        for (size_t t = 0; t < 2; t++) {
+            const hr_result *res = hr_batch_result(b, t);
+            for (uint64_t v = 0; v < STAG_N; v++) {
+                bool at_start = before < stag_expiry(v), at_end = after < stag_expiry(v);
+                if (at_start == at_end && (res->value.ptr[v] != 0) != at_start) (*bad)++;
+            }
+        }
+    }
+    hr_batch_free(b);
+    return NULL;
+}
+
+Test(rocks_internals, member_columns_filled_again_under_reads_answer_right) {
+    stag_soon = hr_now_ms() + 1500;
+    hr_batch *b = hr_batch_new();
+    for (uint64_t v = 0; v < STAG_N; v++)
+        hr_pset_add(b, hr_slice_str("stag"), v, stag_expiry(v));
+    exec(b);
+    hr_batch_free(b);
+    rocks_store *r = (rocks_store *)S;
+    uint64_t tests0, fills0, tests1, fills1;
+    size_t rows;
+    pcols_stats(r->pcols, &tests0, &fills0, &rows);
+    long bad[2] = {0, 0};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, stag_reader, &bad[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    pcols_stats(r->pcols, &tests1, &fills1, &rows);
+    cr_log_info("%llu tests from the column, %llu fills", (unsigned long long)(tests1 - tests0),
+                (unsigned long long)(fills1 - fills0));
+    cr_assert_eq(bad[0] + bad[1], 0, "wrong answers");
+    cr_assert_gt(fills1 - fills0, 10, "the column was filled again and again");
+    cr_assert_gt(tests1 - tests0, 100, "and answered between fills");
+}
