@@ -20,9 +20,10 @@
  * filled_at: bit (member, column) is 1 when the member was in the image and
  * alive at filled_at. Expiry only removes members, so a 0 stays right; a 1
  * stays right until the member expires. The members that expire before
- * filled_at + PCOL_HORIZON_MS are listed in the column as exceptions (at
- * most PCOL_EXC_MAX, else the set gets no column), and a test takes the
- * expired ones out; past the horizon the column is filled again. A test
+ * filled_at + PCOL_HORIZON_MS are listed in the column as exceptions, and
+ * a test takes the expired ones out; past PCOL_EXC_MAX of them, the column
+ * is valid only until the first unlisted one expires. Past its validity
+ * the column is filled again. A test
  * uses a column only if it is of the very image the batch holds for the
  * set, so the image's record of chunks written since (rocks_pimage.c)
  * applies to the column as it does to the image: rocks_pset.c searches the
@@ -40,7 +41,10 @@
  * recently used way, if unused for PCOL_IDLE_MS (so sets that are tested
  * all the time do not push each other out). A fill reads the image once:
  * per entry an unmix, a row lookup (inserting the member) and an atomic OR,
- * about the cost of building the image.
+ * about the cost of building the image; all fills together read at most
+ * PCOL_FILL_ENTRIES_PER_S entries a second (sets whose members expire
+ * faster than a column lists would otherwise be filled again and again). A
+ * set whose fill found the rows full is not tried again for PCOL_RETRY_MS.
  *
  * CONCURRENCY. A bucket's lock guards its columns' identities. A column
  * being filled is FILLING, and its generation is odd; a reader notes the
