@@ -96,12 +96,6 @@ bool hr_assist_join(hr_assist *h) {
     return hr_assist_join_by(h, INT64_MAX) == HR_ASSIST_DONE;
 }
 
-int64_t hr_assist_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 hr_assist_end hr_assist_join_by(hr_assist *h, int64_t deadline_ns) {
     struct timespec until = {(time_t)(deadline_ns / 1000000000), (long)(deadline_ns % 1000000000)};
     pthread_mutex_lock(&h->lock);

@@ -46,8 +46,7 @@ typedef enum {
 } hr_assist_end;
 
 /* hr_assist_join, waiting until deadline_ns at most (CLOCK_MONOTONIC, as
- * hr_assist_now_ns). */
+ * hr_mono_ns in common/clock.h). */
 hr_assist_end hr_assist_join_by(hr_assist *h, int64_t deadline_ns);
-int64_t hr_assist_now_ns(void);
 
 #endif

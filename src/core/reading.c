@@ -10,6 +10,7 @@
 
 #include "common/alloc.h"
 #include "common/assist.h"
+#include "common/clock.h"
 #include "common/buf.h"
 #include "common/ident.h"
 #include "core/exec.h"
@@ -666,7 +667,7 @@ typedef struct split_exec {
 
 static void run_split(void *arg) {
     split_exec *e = arg;
-    atomic_store_explicit(&e->started_ns, hr_assist_now_ns(), memory_order_relaxed);
+    atomic_store_explicit(&e->started_ns, (int64_t)hr_mono_ns(), memory_order_relaxed);
     e->rc = hr_core_exec(e->store, e->b, 0, "friends-reads", &e->err);
     int expect = SPLIT_PENDING;
     if (!atomic_compare_exchange_strong(&e->state, &expect, SPLIT_DONE)) { /* SPLIT_LEFT: the caller went on */
@@ -701,11 +702,11 @@ static int exec_round_trip_2(hr_reading *r, hr_batch *b2, hr_batch **b2s, bool *
         atomic_init(&e->started_ns, 0);
     }
     bool helped = e && hr_assist_start(r->assist, run_split, e);
-    int64_t t0 = hr_assist_now_ns();
+    int64_t t0 = (int64_t)hr_mono_ns();
     int rc = hr_batch_len(b2) > 0 ? hr_core_exec(r->store, b2, 0, "friends-reads", err) : HR_OK;
     hr_assist_end end = HR_ASSIST_TAKEN_BACK;
     if (helped)
-        end = hr_assist_join_by(r->assist, r->split_no_wait ? 0 : split_deadline(e, t0, hr_assist_now_ns()));
+        end = hr_assist_join_by(r->assist, r->split_no_wait ? 0 : split_deadline(e, t0, (int64_t)hr_mono_ns()));
     int expect = SPLIT_PENDING;
     if (end == HR_ASSIST_LATE && atomic_compare_exchange_strong(&e->state, &expect, SPLIT_LEFT)) {
         *b2s = NULL; /* the helper frees it */
