@@ -334,10 +334,11 @@ static bool column_of(rx *x, pcols *p, hr_slice key, const rmeta *m, const pimg 
         pcol *c = &p->cols[b * PCOL_WAYS + w];
         if (c->state == PC_EMPTY || c->key_hash != kh || c->klen != key.len || memcmp(c->key, key.ptr, key.len))
             continue; /* another set's */
+        bool of_img = col_is(c, kh, key, m, img);
         if (c->state == PC_FILLING || (c->state == PC_FAILED && now - c->filled_at < PCOL_RETRY_MS) ||
-            (col_is(c, kh, key, m, img) && now < c->filled_at))
+            (of_img && now < c->filled_at))
             may_fill = false; /* being filled; failed a moment ago; filled by a batch that began after x */
-        if (!col_is(c, kh, key, m, img) || now < c->filled_at || now >= c->valid_until) continue;
+        if (!of_img || now < c->filled_at || now >= c->valid_until) continue;
         *v = (colview){(uint32_t)(b * PCOL_WAYS + w), c->nexc, atomic_load(&c->gen), c->exc_soonest};
         if (now - atomic_load_explicit(&c->last_used, memory_order_relaxed) >= 1000)
             atomic_store_explicit(&c->last_used, now, memory_order_relaxed);
@@ -444,15 +445,14 @@ bool pcols_test(rx *x, const hr_op *op, const rmeta *m, const pimg *img, unsigne
     if (p == NULL || !members_shared(x, op) || !column_of(x, p, op->key, m, img, &v)) return false;
     const uint32_t *rows = rows_of(x, p, op);
     size_t n = op->n_u64s;
-    uint32_t word = v.col / 64, shift = v.col % 64;
+    uint32_t shift = v.col % 64;
     int64_t hits = 0;
     for (size_t i = 0; i < n; i++) {
         if (i + PREFETCH_AHEAD < n && rows[i + PREFETCH_AHEAD] != NO_ROW)
-            __builtin_prefetch(&p->rows[(size_t)rows[i + PREFETCH_AHEAD] * PCOL_WORDS + word]);
+            __builtin_prefetch(row_word(p, rows[i + PREFETCH_AHEAD], v.col));
         unsigned char in = 0;
         if (rows[i] != NO_ROW)
-            in = (unsigned char)(atomic_load_explicit(&p->rows[(size_t)rows[i] * PCOL_WORDS + word],
-                                                      memory_order_relaxed) >> shift & 1);
+            in = (unsigned char)(atomic_load_explicit(row_word(p, rows[i], v.col), memory_order_relaxed) >> shift & 1);
         out[i] = in;
         hits += in;
     }
