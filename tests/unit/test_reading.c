@@ -326,9 +326,12 @@ static const hr_rplan_costs FORCE_TESTS = {.entry = 1e9,
  * machine's cores) */
 static void open_reading_split(env *e, int64_t ttl, const hr_rplan_costs *costs, size_t split, bool no_wait) {
     hr_reading_free(e->reading);
-    hr_reading_options o = {
-        .ns = e->ns, .ttl_ms = ttl, .costs = costs, .split_tests = split, .cpus = split == 1 ? 64 : 0,
-                               .split_no_wait = no_wait};
+    hr_reading_options o = {.ns = e->ns,
+                            .ttl_ms = ttl,
+                            .costs = costs,
+                            .split_tests = split,
+                            .cpus = split == 1 ? 64 : 0,
+                            .split_no_wait = no_wait};
     e->reading = hr_reading_new(e->t.store, e->graph, &o);
     e->ttl = ttl;
 }
