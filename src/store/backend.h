@@ -53,6 +53,7 @@ typedef struct hr_op {
     int64_t time_ms;        /* TLADD TLREM: the entry's time; TLTRIM: older_than_ms */
     int64_t delta;          /* INCR */
     double score;           /* ZADD; ZINCR: the delta */
+    bool time_set;          /* ZADD by hr_zadd_time: a set of times (store.h) */
     double min, max;        /* ZREMRANGE_SCORE */
     size_t keep;            /* ZTRIM TLTRIM */
     bool keep_highest;      /* ZTRIM */

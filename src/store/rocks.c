@@ -22,7 +22,8 @@
  *                                under the stripe lock and not a merge operand)
  *     zset      3                u64 version | u64 size [| u8 flags: 1 = order
  *                                kept in memory, rocks_zmem.c; 2 = inline;
- *                                absent = 0] [| with flag 2, the entries:
+ *                                4 = a set of times, its order in "timelists",
+ *                                rocks_ztl.c; absent = 0] [| with flag 2, the entries:
  *                                (u64 score (encoded) | u16 len | member)...
  *                                in (score, member) order; rocks_zinline.c]
  *     distinct  4                u64 version | u64 size | u8 mode (0 exact, 1 sketch)
@@ -69,6 +70,8 @@
  *   is a sorted set whose score is each member's last-add time in ms. A
  *   sorted set whose order moved into memory (a ranking re-scored on every
  *   vote; rocks_zmem.c) has no keys here: its member records are its record.
+ *   Nor has a set of times (hr_zadd_time): its order is a time list named
+ *   after its prefix, in "timelists" (rocks_ztl.c).
  *
  * "sketch" — distinct counters in sketch mode (merge operator: register max):
  *
@@ -279,7 +282,7 @@ static rocksdb_options_t *make_options(rocks_store *s, const hr_store_options *o
         case CF_META:
             rocksdb_options_set_compaction_filter_factory(cfopts[i], rocks_meta_filter_factory(s));
             break;
-        case CF_TL: tl_cf_options(cfopts[i], cache); break;
+        case CF_TL: tl_cf_options(cfopts[i], cache, rocks_tl_filter_factory(s)); break;
         case CF_ZINDEX:
             zindex_cf_options(cfopts[i], cache);
             rocksdb_options_set_compaction_filter_factory(cfopts[i], rocks_sub_filter_factory(s, i));

@@ -16,7 +16,10 @@
  *   "zindex"               also the index keys of a sorted set whose order
  *                          moved into memory (rocks_zmem.c).
  *   "timelists"            entries expired for more than GRACE_MS (their
- *                          value is their expire_at; no metadata to read).
+ *                          value is their expire_at; no metadata to read);
+ *                          and the index entries of sets of times
+ *                          (rocks_ztl.c; their value is marked) that the
+ *                          sub-key rule above says are gone.
  *
  * The chunks of a live packed set are kept whole: expired members inside
  * them stay until rocks_pset.c rewrites the chunk (its metadata counts them,
@@ -136,16 +139,22 @@ static void sub_filter_load(sub_filter *f, hr_slice user) {
     rocksdb_free(v);
 }
 
+/* The metadata of user (its last one is kept: consecutive keys share a
+ * user key), or NULL when it may not or could not be read. */
+static const rmeta *meta_for(sub_filter *f, hr_slice user) {
+    if (!atomic_load(&f->fac->s->filters_may_read)) return NULL;
+    if (!f->have || !hr_slice_eq(user, hr_buf_slice(&f->key))) sub_filter_load(f, user);
+    return f->unknown ? NULL : &f->m;
+}
+
 static unsigned char sub_filter_run(void *state, int level, const char *key, size_t klen, const char *val,
                                     size_t vlen, char **new_val, size_t *new_len, unsigned char *changed) {
     sub_filter *f = state;
-    if (!atomic_load(&f->fac->s->filters_may_read)) return 0;
     hr_slice user, rest;
     uint64_t version;
     if (key_parse(hr_slice_of(key, klen), &user, &version, &rest) != 0) return 0;
-    if (!f->have || !hr_slice_eq(user, hr_buf_slice(&f->key))) sub_filter_load(f, user);
-    if (f->unknown) return 0;
-    const rmeta *m = &f->m;
+    const rmeta *m = meta_for(f, user);
+    if (m == NULL) return 0;
     if (m->type != T_ZSET && m->type != T_DISTINCT && m->type != T_PSET)
         return 1; /* no record, or not a collection */
     if (!meta_alive(m, f->now - GRACE_MS)) return 1;
@@ -164,12 +173,17 @@ static const char *sub_filter_name(void *state) {
     return "herald.subkey_gc";
 }
 
-static rocksdb_compactionfilter_t *sub_filter_create(void *state, rocksdb_compactionfiltercontext_t *ctx) {
+static sub_filter *sub_filter_new(void *factory) {
     sub_filter *f = hr_xcalloc(1, sizeof *f);
-    f->fac = state;
+    f->fac = factory;
     f->now = hr_now_ms();
     f->ropts = rocksdb_readoptions_create();
-    return rocksdb_compactionfilter_create(f, sub_filter_destroy, sub_filter_run, sub_filter_name);
+    return f;
+}
+
+static rocksdb_compactionfilter_t *sub_filter_create(void *state, rocksdb_compactionfiltercontext_t *ctx) {
+    return rocksdb_compactionfilter_create(sub_filter_new(state), sub_filter_destroy, sub_filter_run,
+                                           sub_filter_name);
 }
 
 static const char *sub_factory_name(void *state) {
@@ -185,12 +199,25 @@ rocksdb_compactionfilterfactory_t *rocks_sub_filter_factory(rocks_store *s, int 
 
 /* Time-list filter ---------------------------------------------------------------- */
 
+/* An entry is | u64 list hash | u16 len | list | ... (rocks_tl.c). A set of
+ * times' list is its sub-key prefix (rocks_ztl.c), which key_parse splits. */
 static unsigned char tl_filter_run(void *state, int level, const char *key, size_t klen, const char *val,
                                    size_t vlen, char **new_val, size_t *new_len, unsigned char *changed) {
-    const meta_filter *f = state; /* only its clock */
-    if (vlen != 8) return 0;
-    int64_t at = (int64_t)load_u64(val);
-    return at > 0 && at <= f->now - GRACE_MS;
+    sub_filter *f = state;
+    if (vlen == 8) {
+        int64_t at = (int64_t)load_u64(val);
+        return at > 0 && at <= f->now - GRACE_MS;
+    }
+    if (vlen != ZTL_ENTRY_VALUE_LEN || memcmp(val, ZTL_ENTRY_VALUE, vlen) != 0 || klen < 10) return 0;
+    size_t list_len = ((size_t)(unsigned char)key[8] << 8) | (unsigned char)key[9];
+    if (klen < 10 + list_len) return 0;
+    hr_slice user, rest;
+    uint64_t version;
+    if (key_parse(hr_slice_of(key + 10, list_len), &user, &version, &rest) != 0 || rest.len) return 0;
+    const rmeta *m = meta_for(f, user);
+    if (m == NULL) return 0;
+    return m->type != T_ZSET || !meta_alive(m, f->now - GRACE_MS) || m->version != version ||
+           !(m->zflags & ZF_TL);
 }
 
 static const char *tl_filter_name(void *state) {
@@ -198,17 +225,19 @@ static const char *tl_filter_name(void *state) {
 }
 
 static rocksdb_compactionfilter_t *tl_filter_create(void *state, rocksdb_compactionfiltercontext_t *ctx) {
-    meta_filter *f = hr_xmalloc(sizeof *f);
-    f->now = hr_now_ms();
-    return rocksdb_compactionfilter_create(f, free, tl_filter_run, tl_filter_name);
+    return rocksdb_compactionfilter_create(sub_filter_new(state), sub_filter_destroy, tl_filter_run,
+                                           tl_filter_name);
 }
 
 static const char *tl_factory_name(void *state) {
     return "herald.tl_expiry_factory";
 }
 
-rocksdb_compactionfilterfactory_t *rocks_tl_filter_factory(void) {
-    return rocksdb_compactionfilterfactory_create(NULL, noop_destroy, tl_filter_create, tl_factory_name);
+rocksdb_compactionfilterfactory_t *rocks_tl_filter_factory(rocks_store *s) {
+    sub_factory *fac = hr_xmalloc(sizeof *fac);
+    fac->s = s;
+    fac->cf = CF_TL;
+    return rocksdb_compactionfilterfactory_create(fac, free, tl_filter_create, tl_factory_name);
 }
 
 /* HLL merge operator ------------------------------------------------------------ */

@@ -121,6 +121,9 @@ typedef struct rmeta {
  * itself (rocks_zinline.c), with no sub-keys at all. */
 #define ZF_MEM 1
 #define ZF_INLINE 2
+/* ZF_TL: a set of times (hr_zadd_time), from its creation: its order, once
+ * out of line, is kept in "timelists" instead of "zindex" (rocks_ztl.c). */
+#define ZF_TL 4
 
 /* A packed set has at most 2^PSET_MAX_BITS chunks (rocks_pset.c). */
 #define PSET_MAX_BITS 16
@@ -459,6 +462,29 @@ typedef struct zcollect {
 } zcollect;
 bool zs_collect(void *ctx, uint64_t enc, hr_slice member);
 
+/* Sets of times (hr_zadd_time), whose order is kept with the time lists
+ * (rocks_ztl.c): the same calls as zs_write, zs_remove and zs_scan. */
+bool ztl_score_ok(double score); /* an integer with |score| <= 2^53 */
+/* A set of times leaves its metadata record sooner than other sets: inline,
+ * every write rewrites the whole record (up to 4 KB into the WAL and the
+ * memtable), and out of line its writes are cheap. 16 and 128 measured
+ * alike on the stories bench (BENCHMARKS.md). */
+#define ZTL_INLINE_MAX_ENTRIES 16
+/* The value of a set of times' index entry: expire_at 0 (never), then this
+ * mark, by which the time lists' compaction filter tells the entries of a
+ * deleted set (rocks_filter.c). */
+#define ZTL_ENTRY_VALUE "\0\0\0\0\0\0\0\0Z"
+#define ZTL_ENTRY_VALUE_LEN 9
+void ztl_write(rx *x, hr_slice key, uint64_t version, hr_slice member, bool had_old, uint64_t old_enc,
+               uint64_t enc);
+void ztl_remove(rx *x, hr_slice key, uint64_t version, hr_slice member, uint64_t enc);
+int ztl_scan(rx *x, hr_slice key, uint64_t version, bool reverse, double min, double max, const hr_slice *after,
+             zs_visit visit, void *ctx);
+/* The member record alone, for ztl_write / ztl_remove (zs_write and zs_remove
+ * write it with the index entry). */
+void zs_member_put(rx *x, hr_slice key, uint64_t version, hr_slice member, uint64_t enc);
+void zs_member_del(rx *x, hr_slice key, uint64_t version, hr_slice member);
+
 /* Small sorted sets inside their metadata record (rocks_zinline.c). "all"
  * is a set's entries (rmeta.zinline). A set stays inline while it has at most
  * ZINLINE_MAX_ENTRIES members and ZINLINE_MAX_BYTES of entries: 32 covers a
@@ -655,6 +681,8 @@ void tl_list_prefix(hr_buf *out, hr_slice list);      /* hash | len | list */
 void tl_list_end(hr_buf *out, hr_slice list);         /* the first key after the list */
 void tl_member_encode(hr_buf *out, hr_slice member);  /* escaped, order-reversing */
 void tl_key(hr_buf *out, hr_slice list, int64_t time_ms, hr_slice member);
+/* The list's prefix and time_ms: no entry of time_ms or older sorts before it. */
+void tl_time_key(hr_buf *out, hr_slice list, int64_t time_ms);
 /* Split an entry's key whose list prefix is prefix_len bytes: its time, and
  * its member into member (room for key.len bytes), *member_len bytes long.
  * -1 if malformed. */
@@ -669,7 +697,7 @@ int tl_result_push(hr_result *res, hr_arena *out, size_t *cap, size_t limit, hr_
 void rocks_prefix_bloom_tables(rocksdb_options_t *o, rocksdb_cache_t *cache);
 /* Options of the "timelists" column family: its prefix extractor, hashed
  * memtable, tables with prefix blooms (sharing cache) and expiry filter. */
-void tl_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache);
+void tl_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache, rocksdb_compactionfilterfactory_t *filter);
 
 /* ------------------------------------------------------------------------ */
 /* Hot time lists kept in memory (rocks_tlcache.c, which says how)           */
@@ -754,8 +782,9 @@ void zmem_end(rx *x);
 
 rocksdb_compactionfilterfactory_t *rocks_meta_filter_factory(rocks_store *s);
 rocksdb_compactionfilterfactory_t *rocks_sub_filter_factory(rocks_store *s, int cf);
-/* Drops time-list entries expired for longer than the grace period. */
-rocksdb_compactionfilterfactory_t *rocks_tl_filter_factory(void);
+/* Drops time-list entries expired for longer than the grace period, and the
+ * index entries of sets of times that are gone (rocks_ztl.c). */
+rocksdb_compactionfilterfactory_t *rocks_tl_filter_factory(rocks_store *s);
 rocksdb_mergeoperator_t *rocks_hll_merge_operator(void);
 
 #endif

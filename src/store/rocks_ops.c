@@ -151,11 +151,23 @@ void zs_write(rx *x, hr_slice key, uint64_t version, hr_slice member, bool had_o
     }
     index_key(&k, key, version, enc, member);
     rx_put(x, CF_ZINDEX, hr_buf_slice(&k), hr_slice_of("", 0));
-    hr_buf_clear(&k);
+    hr_buf_free(&k);
+    zs_member_put(x, key, version, member, enc);
+}
+
+void zs_member_put(rx *x, hr_slice key, uint64_t version, hr_slice member, uint64_t enc) {
+    hr_buf k = HR_BUF_INIT;
     member_key(&k, key, version, member);
     unsigned char v[8];
     hr_store_u64be(v, enc);
     rx_put(x, CF_SUB, hr_buf_slice(&k), hr_slice_of((const char *)v, 8));
+    hr_buf_free(&k);
+}
+
+void zs_member_del(rx *x, hr_slice key, uint64_t version, hr_slice member) {
+    hr_buf k = HR_BUF_INIT;
+    member_key(&k, key, version, member);
+    rx_del(x, CF_SUB, hr_buf_slice(&k));
     hr_buf_free(&k);
 }
 
@@ -164,10 +176,8 @@ void zs_remove(rx *x, hr_slice key, uint64_t version, hr_slice member, uint64_t 
     hr_buf k = HR_BUF_INIT;
     index_key(&k, key, version, enc, member);
     rx_del(x, CF_ZINDEX, hr_buf_slice(&k));
-    hr_buf_clear(&k);
-    member_key(&k, key, version, member);
-    rx_del(x, CF_SUB, hr_buf_slice(&k));
     hr_buf_free(&k);
+    zs_member_del(x, key, version, member);
 }
 
 int zs_scan(rx *x, hr_slice key, uint64_t version, bool reverse, double min, double max,
@@ -431,7 +441,8 @@ static int zput(rx *x, hr_slice key, rmeta *m, hr_slice member, bool had_old, ui
     if (m->zflags & ZF_INLINE) {
         if (had_old && old_enc == enc) return 0;
         size_t bytes = m->zinline.len + (had_old ? 0 : zi_entry_bytes(member));
-        if (zi_fits((size_t)m->size + !had_old, bytes)) {
+        size_t entries = (size_t)m->size + !had_old;
+        if (zi_fits(entries, bytes) && !((m->zflags & ZF_TL) && entries > ZTL_INLINE_MAX_ENTRIES)) {
             m->zinline = zi_with(&x->mem, m->zinline, member, false, enc);
             return 0;
         }
@@ -439,7 +450,10 @@ static int zput(rx *x, hr_slice key, rmeta *m, hr_slice member, bool had_old, ui
     }
     if (m->zflags & ZF_MEM)
         return had_old && old_enc == enc ? 0 : zm_change(x, key, m, member, false, enc, fresh);
-    zs_write(x, key, m->version, member, had_old, old_enc, enc);
+    if (m->zflags & ZF_TL)
+        ztl_write(x, key, m->version, member, had_old, old_enc, enc);
+    else
+        zs_write(x, key, m->version, member, had_old, old_enc, enc);
     return 0;
 }
 
@@ -449,7 +463,10 @@ static int zdel(rx *x, hr_slice key, rmeta *m, hr_slice member, uint64_t enc) {
         return 0;
     }
     if (m->zflags & ZF_MEM) return zm_change(x, key, m, member, true, 0, false);
-    zs_remove(x, key, m->version, member, enc);
+    if (m->zflags & ZF_TL)
+        ztl_remove(x, key, m->version, member, enc);
+    else
+        zs_remove(x, key, m->version, member, enc);
     return 0;
 }
 
@@ -460,6 +477,7 @@ static int zscan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, 
         return 0;
     }
     if (m->zflags & ZF_MEM) return zm_scan(x, key, m, reverse, min, max, after, visit, ctx);
+    if (m->zflags & ZF_TL) return ztl_scan(x, key, m->version, reverse, min, max, after, visit, ctx);
     return zc_scan(x, key, m, reverse, min, max, after, visit, ctx);
 }
 
@@ -510,15 +528,20 @@ static int zset_write_score(rx *x, hr_op *op, bool increment) {
         memset(&m, 0, sizeof m);
         m.type = T_ZSET;
         m.version = rx_new_version(x);
-        m.zflags = zmem_all(x) ? ZF_MEM : ZF_INLINE; /* rocks_zinline.c: small sets start inline */
+        /* rocks_zinline.c: small sets start inline; rocks_ztl.c: sets of times */
+        m.zflags = zmem_all(x) ? ZF_MEM : op->time_set ? ZF_INLINE | ZF_TL : ZF_INLINE;
     }
     if (m.size > 0 && (rc = zget(x, op->key, &m, op->member, &found, &old))) return rc;
     double score = op->score;
     if (increment && found) score += score_decode(old);
+    if ((m.zflags & ZF_TL) && !ztl_score_ok(score)) {
+        op->result.rc = HR_EINVAL; /* store.h: a set of times holds integers */
+        return 0;
+    }
     uint64_t enc = score_encode(score);
     bool was_inline = m.zflags & ZF_INLINE;
     if ((rc = zput(x, op->key, &m, op->member, found, old, enc, !exists))) return rc;
-    if (found && old != enc && !(m.zflags & (ZF_MEM | ZF_INLINE))) zmem_moved(x, op->key, &m, 1);
+    if (found && old != enc && !(m.zflags & (ZF_MEM | ZF_INLINE | ZF_TL))) zmem_moved(x, op->key, &m, 1);
     if (!found) m.size++;
     if (!found || (was_inline && old != enc)) rx_put_meta(x, op->key, &m);
     op->result.num = !found;

@@ -163,6 +163,11 @@ void tl_key(hr_buf *out, hr_slice list, int64_t time_ms, hr_slice member) {
     tl_member_encode(out, member);
 }
 
+void tl_time_key(hr_buf *out, hr_slice list, int64_t time_ms) {
+    tl_list_prefix(out, list);
+    hr_buf_append_u64be(out, time_inv(time_ms));
+}
+
 int tl_key_parse(hr_slice key, size_t prefix_len, int64_t *time_ms, char *member, size_t *member_len) {
     if (key.len < prefix_len + 8) return -1;
     *time_ms = time_of_inv(load_u64(key.ptr + prefix_len));
@@ -366,12 +371,12 @@ int op_tltrim(rx *x, hr_op *op) {
 
 /* Column family options ------------------------------------------------------ */
 
-void tl_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache) {
+void tl_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache, rocksdb_compactionfilterfactory_t *filter) {
     rocksdb_options_set_prefix_extractor(o, rocksdb_slicetransform_create_fixed_prefix(8));
     rocksdb_options_set_hash_link_list_rep(o, TL_HASH_BUCKETS);
     rocksdb_options_set_write_buffer_size(o, TL_WRITE_BUFFER);
     rocksdb_options_set_max_write_buffer_number(o, TL_WRITE_BUFFERS);
-    rocksdb_options_set_compaction_filter_factory(o, rocks_tl_filter_factory());
+    rocksdb_options_set_compaction_filter_factory(o, filter);
 
     /* Bloom filters of list prefixes, not of whole keys: a time list is only
      * ever scanned, never looked up by key. */

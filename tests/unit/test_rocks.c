@@ -108,6 +108,7 @@ static void compact_all(void) {
 static size_t count_keys(int cf, char tag) {
     rocks_store *r = (rocks_store *)S;
     rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_total_order_seek(ro, 1); /* across prefixes, hashed memtables too */
     rocksdb_iterator_t *it = rocksdb_create_iterator_cf(r->db, ro, r->cf[cf]);
     size_t n = 0;
     for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
@@ -400,6 +401,61 @@ Test(rocks_internals, ranking_moves_into_memory) {
     cr_assert_eq(meta_of("rank").zflags & ZF_MEM, 0);
     top5("rank", top, sizeof top);
     cr_assert_str_eq(top, "fresh");
+}
+
+Test(rocks_internals, a_set_of_times_keeps_its_order_with_the_time_lists) {
+    const long n = 40; /* past ZTL_INLINE_MAX_ENTRIES: out of line */
+    hr_batch *b = hr_batch_new();
+    for (long i = 0; i < n; i++)
+        hr_zadd_time(b, hr_slice_str("times"), 1000 + i, str("m%ld", i));
+    exec(b);
+    rmeta m = meta_of("times");
+    cr_assert_eq(m.zflags, ZF_TL, "flags %d", m.zflags);
+    cr_assert_eq(m.size, n);
+    cr_assert_eq(count_keys(CF_ZINDEX, 0), 0, "no index entry in zindex");
+    cr_assert_eq(count_keys(CF_TL, 0), n, "an index entry a member in timelists");
+    cr_assert_eq(count_keys(CF_SUB, 0), n, "a member record a member");
+
+    /* a move deletes the old entry; a removal both keys */
+    hr_batch_reset(b);
+    hr_zadd_time(b, hr_slice_str("times"), 5, hr_slice_str("m7"));
+    hr_zrem(b, hr_slice_str("times"), hr_slice_str("m8"));
+    exec(b);
+    cr_assert_eq(count_keys(CF_TL, 0), n - 1);
+    cr_assert_eq(count_keys(CF_SUB, 0), n - 1);
+
+    /* scores must stay integers: refused, nothing changed */
+    hr_batch_reset(b);
+    size_t half = hr_zadd(b, hr_slice_str("times"), 1.5, hr_slice_str("m1"));
+    size_t incr = hr_zincr(b, hr_slice_str("times"), 0.25, hr_slice_str("m2"));
+    size_t huge = hr_zadd(b, hr_slice_str("times"), 1e300, hr_slice_str("new"));
+    size_t score = hr_zscore(b, hr_slice_str("times"), hr_slice_str("m1"));
+    exec(b);
+    cr_assert_eq(hr_batch_result(b, half)->rc, HR_EINVAL);
+    cr_assert_eq(hr_batch_result(b, incr)->rc, HR_EINVAL);
+    cr_assert_eq(hr_batch_result(b, huge)->rc, HR_EINVAL);
+    cr_assert_eq(hr_batch_result(b, score)->score, 1001);
+    cr_assert_eq(meta_of("times").size, n - 1);
+
+    /* compaction keeps a live set's entries and drops a deleted one's */
+    compact_all();
+    cr_assert_eq(count_keys(CF_TL, 0), n - 1);
+    hr_batch_reset(b);
+    hr_del(b, hr_slice_str("times"));
+    hr_zadd_time(b, hr_slice_str("times2"), 1, hr_slice_str("kept"));
+    for (long i = 0; i < ZTL_INLINE_MAX_ENTRIES; i++)
+        hr_zadd_time(b, hr_slice_str("times2"), 2 + i, str("m%ld", i));
+    exec(b);
+    compact_all();
+    cr_assert_eq(count_keys(CF_TL, 0), ZTL_INLINE_MAX_ENTRIES + 1, "only the live set's entries remain");
+
+    /* a set made by hr_zadd stays as it is */
+    zadd_n("plain", 20);
+    hr_batch_reset(b);
+    hr_zadd_time(b, hr_slice_str("plain"), 77, hr_slice_str("late"));
+    exec(b);
+    cr_assert_eq(meta_of("plain").zflags & ZF_TL, 0);
+    hr_batch_free(b);
 }
 
 Test(rocks_internals, small_sets_live_in_their_metadata) {

@@ -516,6 +516,103 @@ STORE_TEST(zset_grows_and_shrinks_across_sizes) {
     cr_assert_eq(ONE(s, hr_zcard(B, z))->num, 19);
 }
 
+/* Two range results hold the same entries (members and scores) and `more`. */
+static void assert_same_range(const hr_result *got, const hr_result *want, const char *what) {
+    assert_rc(got, want->rc);
+    cr_assert_eq(got->n_entries, want->n_entries, "%s: %zu entries, expected %zu", what, got->n_entries,
+                 want->n_entries);
+    for (size_t i = 0; i < want->n_entries; i++) {
+        cr_assert(hr_slice_eq(got->entries[i].member, want->entries[i].member), "%s: entry %zu is '%.*s', not '%.*s'",
+                  what, i, (int)got->entries[i].member.len, got->entries[i].member.ptr,
+                  (int)want->entries[i].member.len, want->entries[i].member.ptr);
+        cr_assert_eq(got->entries[i].score, want->entries[i].score, "%s: entry %zu", what, i);
+    }
+    cr_assert_eq(got->more, want->more, "%s: more", what);
+}
+
+/* Every read of the set of times `t` answers as the same reads of the plain
+ * set `z` holding the same members. */
+static void assert_sets_agree(hr_store *s, hr_slice z, hr_slice t, int stage) {
+    static const double bounds[][2] = {{-INFINITY, INFINITY}, {5000, 20000}, {7000.5, 31000}, {-3000, -1}};
+    static const size_t limits[] = {1, 7, 1000};
+    hr_batch *b = hr_batch_new();
+    size_t cz = hr_zcard(b, z), ct = hr_zcard(b, t);
+    size_t sz[8], st[8];
+    for (long i = 0; i < 8; i++) {
+        sz[i] = hr_zscore(b, z, Mf("m%03ld", i * 41));
+        st[i] = hr_zscore(b, t, Mf("m%03ld", i * 41));
+    }
+    exec(s, b);
+    cr_assert_eq(hr_batch_result(b, ct)->num, hr_batch_result(b, cz)->num, "stage %d: sizes", stage);
+    for (int i = 0; i < 8; i++) {
+        assert_rc(hr_batch_result(b, st[i]), hr_batch_result(b, sz[i])->rc);
+        cr_assert_eq(hr_batch_result(b, st[i])->score, hr_batch_result(b, sz[i])->score, "stage %d", stage);
+    }
+    char what[96];
+    for (int rev = 0; rev < 2; rev++)
+        for (size_t bi = 0; bi < sizeof bounds / sizeof bounds[0]; bi++)
+            for (size_t li = 0; li < 3; li++)
+                for (int cur = 0; cur < 4; cur++) {
+                    hr_zrange_spec sp = range(rev, bounds[bi][0], bounds[bi][1], limits[li]);
+                    sp.offset = cur == 3 ? 3 : 0;
+                    if (cur == 1) sp = after(sp, 12000, "m100"); /* a cursor on an integer score */
+                    if (cur == 2) sp = after(sp, 15000.5, "m");  /* between scores */
+                    hr_batch_reset(b);
+                    size_t oz = hr_zrange(b, z, &sp), ot = hr_zrange(b, t, &sp);
+                    exec(s, b);
+                    snprintf(what, sizeof what, "stage %d, %s [%g, %g] limit %zu cursor %d", stage,
+                             rev ? "desc" : "asc", bounds[bi][0], bounds[bi][1], limits[li], cur);
+                    assert_same_range(hr_batch_result(b, ot), hr_batch_result(b, oz), what);
+                    /* and page on from the last entry read */
+                    const hr_result *r = hr_batch_result(b, oz);
+                    if (r->n_entries == 0) continue;
+                    hr_zentry last = r->entries[r->n_entries - 1];
+                    char m[16];
+                    snprintf(m, sizeof m, "%.*s", (int)last.member.len, last.member.ptr);
+                    hr_zrange_spec next = after(range(rev, bounds[bi][0], bounds[bi][1], limits[li]), last.score, m);
+                    hr_batch_reset(b);
+                    oz = hr_zrange(b, z, &next), ot = hr_zrange(b, t, &next);
+                    exec(s, b);
+                    assert_same_range(hr_batch_result(b, ot), hr_batch_result(b, oz), what);
+                }
+    hr_batch_free(b);
+}
+
+STORE_TEST(a_set_of_times_answers_as_a_sorted_set) {
+    hr_slice z = K("plain"), t = K("times");
+    hr_batch *b = hr_batch_new();
+    /* Scores with ties and a few negatives, in batches: inline at first,
+     * then past the inline limit (rocks_zinline.c), then moved and removed. */
+    for (long i = 0; i < 300; i++) {
+        int64_t score = (i * 7919 % 40) * 1000 - (i % 13 == 0 ? 2500 : 0);
+        if (i % 50 == 0) hr_batch_reset(b);
+        hr_zadd(b, z, (double)score, Mf("m%03ld", i));
+        hr_zadd_time(b, t, score, Mf("m%03ld", i));
+        if (i % 50 == 49 || i == 9) {
+            exec(s, b);
+            for (size_t j = 0; j < hr_batch_len(b); j += 2)
+                cr_assert_eq(hr_batch_result(b, j + 1)->num, hr_batch_result(b, j)->num, "new?");
+            hr_batch_reset(b);
+            if (i == 9) assert_sets_agree(s, z, t, 1);
+        }
+    }
+    assert_sets_agree(s, z, t, 2);
+    hr_batch_reset(b);
+    for (long i = 0; i < 300; i += 7) {
+        hr_zadd(b, z, (double)(i * 100), Mf("m%03ld", i)); /* moved */
+        hr_zadd_time(b, t, i * 100, Mf("m%03ld", i));
+    }
+    for (long i = 3; i < 300; i += 11) {
+        hr_zrem(b, z, Mf("m%03ld", i));
+        hr_zrem(b, t, Mf("m%03ld", i));
+    }
+    exec(s, b);
+    for (size_t j = 0; j < hr_batch_len(b); j += 2)
+        cr_assert_eq(hr_batch_result(b, j + 1)->num, hr_batch_result(b, j)->num, "op %zu", j);
+    assert_sets_agree(s, z, t, 3);
+    hr_batch_free(b);
+}
+
 STORE_TEST(zrange_cursor_exclusive) {
     hr_slice z = K("z");
     fill_zset(s, z);
