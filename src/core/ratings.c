@@ -215,7 +215,7 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
     if (apply) {
         hr_batch_reset(b);
         int64_t st = stamp_i(score, time_ms), old_st = stamp_i(old.score, old.time_ms);
-        hr_zadd(b, subject_key(&k, r, subject), (double)st, object);
+        hr_zadd_time(b, subject_key(&k, r, subject), st, object);
         if (!had || old_st != st) {
             pair(&m, subject, object);
             hr_slice ok = object_key(&k, r, object);
@@ -576,7 +576,7 @@ static int seen_rebuild(hr_ratings *r, hr_slice subject, hr_arena *a, hr_err *er
     subject_key(&k, r, subject);
     seen_key(&sk, r, subject);
     hr_batch *b = hr_batch_new(), *ab = hr_batch_new();
-    hr_zrange_spec spec = hr_zrange_all(false, WINDOW_MAX);
+    hr_zrange_spec spec = hr_zrange_all(true, WINDOW_MAX); /* newest first: a set of times' order */
     int rc = HR_OK;
     for (;;) {
         hr_batch_reset(b);

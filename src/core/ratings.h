@@ -24,7 +24,10 @@
  *
  *   {NSrs/S}          zset   member O: the subject's ratings newest first,
  *                            the rating itself (GET, upsert), AND the
- *                            subject's seen set (any rating, 0 included)
+ *                            subject's seen set (any rating, 0 included);
+ *                            a set of times (hr_zadd_time: its scores are
+ *                            stamps), whose index RocksDB keeps with the
+ *                            time lists
  *   {NSrs/S}seen      pset   the same stories as 64-bit ids (a story id is
  *                            16 hex digits), kept once the subject has
  *                            HR_SEEN_SET_MIN ratings: what unseen tests
@@ -91,7 +94,8 @@
  *                new rating that changes the sum: zscore, zcard, get and
  *                zscore of top; zadd {rs/S}, tladd x2, zincr of top, zadd
  *                of hot. RocksDB: 7 memtable writes (3 for {rs/S}: member
- *                record, index entry, size; 1 for each list; the top and
+ *                record, index entry (into the time lists' hashed
+ *                memtable), size; 1 for each list; the top and
  *                hot member records) and 2 point reads of the member
  *                record, in 2 batches; was 11 writes, 4 member reads, 3
  *                batches with the lists as sorted sets and hot settled
