@@ -39,6 +39,7 @@ enum {
     CF_SKETCH, /* "sketch": HLL sketches of distinct counters in sketch mode (merge operator) */
     CF_TL,     /* "timelists": time-list entries (rocks_tl.c), no metadata */
     CF_QUEUE,  /* "queues": queue jobs (rocks_queue.c), no metadata */
+    CF_ZTLM,   /* "timesetmembers": member records of sets of times (rocks_ztl.c) */
     CF_COUNT_
 };
 
@@ -121,8 +122,9 @@ typedef struct rmeta {
  * itself (rocks_zinline.c), with no sub-keys at all. */
 #define ZF_MEM 1
 #define ZF_INLINE 2
-/* ZF_TL: a set of times (hr_zadd_time), from its creation: its order, once
- * out of line, is kept in "timelists" instead of "zindex" (rocks_ztl.c). */
+/* ZF_TL: a set of times (hr_zadd_time), from its creation: once out of
+ * line, its order is kept in "timelists" instead of "zindex", and its
+ * member records in "timesetmembers" instead of "subkeys" (rocks_ztl.c). */
 #define ZF_TL 4
 
 /* A packed set has at most 2^PSET_MAX_BITS chunks (rocks_pset.c). */
@@ -462,8 +464,9 @@ typedef struct zcollect {
 } zcollect;
 bool zs_collect(void *ctx, uint64_t enc, hr_slice member);
 
-/* Sets of times (hr_zadd_time), whose order is kept with the time lists
- * (rocks_ztl.c): the same calls as zs_write, zs_remove and zs_scan. */
+/* Sets of times (hr_zadd_time), whose order is kept with the time lists and
+ * member records in CF_ZTLM (rocks_ztl.c): the same calls as zs_write,
+ * zs_remove and zs_scan. */
 bool ztl_score_ok(double score); /* an integer with |score| <= 2^53 */
 /* A set of times leaves its metadata record sooner than other sets: inline,
  * every write rewrites the whole record (up to 4 KB into the WAL and the
@@ -480,10 +483,12 @@ void ztl_write(rx *x, hr_slice key, uint64_t version, hr_slice member, bool had_
 void ztl_remove(rx *x, hr_slice key, uint64_t version, hr_slice member, uint64_t enc);
 int ztl_scan(rx *x, hr_slice key, uint64_t version, bool reverse, double min, double max, const hr_slice *after,
              zs_visit visit, void *ctx);
-/* The member record alone, for ztl_write / ztl_remove (zs_write and zs_remove
- * write it with the index entry). */
-void zs_member_put(rx *x, hr_slice key, uint64_t version, hr_slice member, uint64_t enc);
-void zs_member_del(rx *x, hr_slice key, uint64_t version, hr_slice member);
+/* A member record alone, in cf, for ztl_write / ztl_remove (zs_write and
+ * zs_remove write it in CF_SUB with the index entry). */
+void zs_member_put(rx *x, int cf, hr_slice key, uint64_t version, hr_slice member, uint64_t enc);
+void zs_member_del(rx *x, int cf, hr_slice key, uint64_t version, hr_slice member);
+/* zs_member, reading cf. */
+int zs_member_in(rx *x, int cf, hr_slice key, uint64_t version, hr_slice member, bool *found, uint64_t *enc);
 
 /* Small sorted sets inside their metadata record (rocks_zinline.c). "all"
  * is a set's entries (rmeta.zinline). A set stays inline while it has at most

@@ -128,10 +128,14 @@ static void index_key(hr_buf *out, hr_slice key, uint64_t version, uint64_t enc,
 }
 
 int zs_member(rx *x, hr_slice key, uint64_t version, hr_slice member, bool *found, uint64_t *enc) {
+    return zs_member_in(x, CF_SUB, key, version, member, found, enc);
+}
+
+int zs_member_in(rx *x, int cf, hr_slice key, uint64_t version, hr_slice member, bool *found, uint64_t *enc) {
     hr_buf k = HR_BUF_INIT;
     member_key(&k, key, version, member);
     hr_slice v;
-    int rc = rx_get(x, CF_SUB, hr_buf_slice(&k), &v, found);
+    int rc = rx_get(x, cf, hr_buf_slice(&k), &v, found);
     hr_buf_free(&k);
     if (rc) return rc;
     if (*found && v.len != 8) return hr_err_set(x->err, HR_EIO, "rocksdb: corrupt member record");
@@ -152,22 +156,22 @@ void zs_write(rx *x, hr_slice key, uint64_t version, hr_slice member, bool had_o
     index_key(&k, key, version, enc, member);
     rx_put(x, CF_ZINDEX, hr_buf_slice(&k), hr_slice_of("", 0));
     hr_buf_free(&k);
-    zs_member_put(x, key, version, member, enc);
+    zs_member_put(x, CF_SUB, key, version, member, enc);
 }
 
-void zs_member_put(rx *x, hr_slice key, uint64_t version, hr_slice member, uint64_t enc) {
+void zs_member_put(rx *x, int cf, hr_slice key, uint64_t version, hr_slice member, uint64_t enc) {
     hr_buf k = HR_BUF_INIT;
     member_key(&k, key, version, member);
     unsigned char v[8];
     hr_store_u64be(v, enc);
-    rx_put(x, CF_SUB, hr_buf_slice(&k), hr_slice_of((const char *)v, 8));
+    rx_put(x, cf, hr_buf_slice(&k), hr_slice_of((const char *)v, 8));
     hr_buf_free(&k);
 }
 
-void zs_member_del(rx *x, hr_slice key, uint64_t version, hr_slice member) {
+void zs_member_del(rx *x, int cf, hr_slice key, uint64_t version, hr_slice member) {
     hr_buf k = HR_BUF_INIT;
     member_key(&k, key, version, member);
-    rx_del(x, CF_SUB, hr_buf_slice(&k));
+    rx_del(x, cf, hr_buf_slice(&k));
     hr_buf_free(&k);
 }
 
@@ -177,7 +181,7 @@ void zs_remove(rx *x, hr_slice key, uint64_t version, hr_slice member, uint64_t 
     index_key(&k, key, version, enc, member);
     rx_del(x, CF_ZINDEX, hr_buf_slice(&k));
     hr_buf_free(&k);
-    zs_member_del(x, key, version, member);
+    zs_member_del(x, CF_SUB, key, version, member);
 }
 
 int zs_scan(rx *x, hr_slice key, uint64_t version, bool reverse, double min, double max,
@@ -433,7 +437,7 @@ static int zget(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool *foun
         return 0;
     }
     if (m->zflags & ZF_MEM) return zm_member(x, key, m, member, found, enc);
-    return zs_member(x, key, m->version, member, found, enc);
+    return zs_member_in(x, m->zflags & ZF_TL ? CF_ZTLM : CF_SUB, key, m->version, member, found, enc);
 }
 
 static int zput(rx *x, hr_slice key, rmeta *m, hr_slice member, bool had_old, uint64_t old_enc, uint64_t enc,

@@ -13,11 +13,16 @@
  * goes into its own list's bucket, one or two misses. A set whose scores
  * are times (hr_zadd_time, store.h) therefore keeps its index entries
  * there, as the entries of a time list: newest first, the order such a set
- * is read in.
+ * is read in. Its member records go to a column family of their own,
+ * "timesetmembers", with a hashed memtable too (rocks.c): in "timelists"
+ * they would have only that family's prefix blooms, so looking up a new
+ * member, a miss, would read a block of every table holding any of the
+ * set's keys (measured slower, BENCHMARKS.md).
  *
  * WHAT. A set made by hr_zadd_time carries ZF_TL from its creation, inline
- * too; rocks_zinline.c spills it here. Its metadata and member records are
- * any set's. Only the index differs:
+ * too; rocks_zinline.c spills it here. Its metadata is any set's, its member
+ * records are laid out as any set's (in "timesetmembers", which the sub-key
+ * compaction filter collects as it does "subkeys"). The index differs:
  *
  *   list:   the set's sub-key prefix (u16 len | key | u64 version), so a
  *           new version of the key starts an empty list
@@ -76,7 +81,7 @@ void ztl_write(rx *x, hr_slice key, uint64_t version, hr_slice member, bool had_
     rx_put_blind(x, CF_TL, hr_buf_slice(&k), hr_slice_of(ZTL_ENTRY_VALUE, ZTL_ENTRY_VALUE_LEN));
     hr_buf_free(&list);
     hr_buf_free(&k);
-    zs_member_put(x, key, version, member, enc);
+    zs_member_put(x, CF_ZTLM, key, version, member, enc);
 }
 
 void ztl_remove(rx *x, hr_slice key, uint64_t version, hr_slice member, uint64_t enc) {
@@ -86,7 +91,7 @@ void ztl_remove(rx *x, hr_slice key, uint64_t version, hr_slice member, uint64_t
     rx_del_blind(x, CF_TL, hr_buf_slice(&k));
     hr_buf_free(&list);
     hr_buf_free(&k);
-    zs_member_del(x, key, version, member);
+    zs_member_del(x, CF_ZTLM, key, version, member);
 }
 
 /* A scan's state: its bounds, and for an ascending read the entries
