@@ -26,8 +26,8 @@
  *                            the rating itself (GET, upsert), AND the
  *                            subject's seen set (any rating, 0 included);
  *                            a set of times (hr_zadd_time: its scores are
- *                            stamps), whose index RocksDB keeps with the
- *                            time lists
+ *                            stamps), which RocksDB writes into hashed
+ *                            memtables
  *   {NSrs/S}seen      pset   the same stories as 64-bit ids (a story id is
  *                            16 hex digits), kept once the subject has
  *                            HR_SEEN_SET_MIN ratings: what unseen tests
@@ -94,9 +94,9 @@
  *                new rating that changes the sum: zscore, zcard, get and
  *                zscore of top; zadd {rs/S}, tladd x2, zincr of top, zadd
  *                of hot. RocksDB: 7 memtable writes (3 for {rs/S}: member
- *                record, index entry (into the time lists' hashed
- *                memtable), size; 1 for each list; the top and
- *                hot member records) and 2 point reads of the member
+ *                record and index entry, both into hashed memtables
+ *                (store/rocks_ztl.c), and size; 1 for each list; the top
+ *                and hot member records) and 2 point reads of the member
  *                record, in 2 batches; was 11 writes, 4 member reads, 3
  *                batches with the lists as sorted sets and hot settled
  *                apart
