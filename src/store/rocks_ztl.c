@@ -94,8 +94,8 @@ void ztl_remove(rx *x, hr_slice key, uint64_t version, hr_slice member, uint64_t
     zs_member_del(x, CF_ZTLM, key, version, member);
 }
 
-/* A scan's state: its bounds, and for an ascending read the entries
- * collected so far (the list gives them newest first). */
+/* A scan's state: its direction and cursor, and for an ascending read the
+ * entries collected so far (the list gives them newest first). */
 typedef struct zscan_ctx {
     bool reverse;
     const hr_slice *after;
