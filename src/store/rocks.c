@@ -222,9 +222,14 @@ static const char *zx_name(void *state) {
     return "herald.collection_prefix.1"; /* recorded in each SST: change with the encoding */
 }
 
-static void zindex_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache) {
+/* The collection prefix as o's prefix extractor (o owns it). */
+static void set_collection_prefix(rocksdb_options_t *o) {
     rocksdb_options_set_prefix_extractor(
         o, rocksdb_slicetransform_create(NULL, zx_free, zx_prefix, zx_in_domain, zx_in_range, zx_name));
+}
+
+static void zindex_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache) {
+    set_collection_prefix(o);
     /* Prefixes only: nobody looks up an index key by itself, and one filter
      * entry per collection instead of one per member keeps the filters small. */
     rocks_prefix_bloom_tables(o, cache);
@@ -238,8 +243,7 @@ static void zindex_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache) {
  * lookup, which misses, reads no block. */
 #define TIME_SET_MEMBER_BUCKETS 1000003 /* 8 MB per memtable */
 static void time_set_members_cf_options(rocksdb_options_t *o) {
-    rocksdb_options_set_prefix_extractor(
-        o, rocksdb_slicetransform_create(NULL, zx_free, zx_prefix, zx_in_domain, zx_in_range, zx_name));
+    set_collection_prefix(o);
     rocksdb_options_set_hash_link_list_rep(o, TIME_SET_MEMBER_BUCKETS);
 }
 
