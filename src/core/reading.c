@@ -10,8 +10,8 @@
 
 #include "common/alloc.h"
 #include "common/assist.h"
-#include "common/clock.h"
 #include "common/buf.h"
+#include "common/clock.h"
 #include "common/ident.h"
 #include "core/exec.h"
 #include "core/friends_memo.h"

@@ -311,8 +311,9 @@ size_t hr_zadd(hr_batch *b, hr_slice key, double score, hr_slice member);
 /* hr_zadd for a set of times: one whose scores are all integers (times in
  * ms, or stamps built from them; |score| <= 2^53) and that is read mostly
  * newest first (a subject's ratings). Where it creates the set, the RocksDB
- * backend keeps the set's order with the time lists, where a write costs
- * less (rocks_ztl.c); there, hr_zadd or hr_zincr of a non-integer score
+ * backend keeps the set's order with the time lists and its member records
+ * in a column family of their own, both in hashed memtables, where a write
+ * costs less (rocks_ztl.c); there, hr_zadd or hr_zincr of a non-integer score
  * into such a set is HR_EINVAL, and an ascending range read of it costs
  * the whole range. On an existing set it is hr_zadd. Redis: ZADD. */
 size_t hr_zadd_time(hr_batch *b, hr_slice key, int64_t time, hr_slice member);
