@@ -688,6 +688,10 @@ void tl_member_encode(hr_buf *out, hr_slice member);  /* escaped, order-reversin
 void tl_key(hr_buf *out, hr_slice list, int64_t time_ms, hr_slice member);
 /* The list's prefix and time_ms: no entry of time_ms or older sorts before it. */
 void tl_time_key(hr_buf *out, hr_slice list, int64_t time_ms);
+/* Move lo (a key of list) to the key right after the entry (time_ms,
+ * member), when that lies further: where a read strictly after that
+ * cursor starts. */
+void tl_start_after(hr_buf *lo, hr_slice list, int64_t time_ms, hr_slice member);
 /* Split an entry's key whose list prefix is prefix_len bytes: its time, and
  * its member into member (room for key.len bytes), *member_len bytes long.
  * -1 if malformed. */

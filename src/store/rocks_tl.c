@@ -168,6 +168,17 @@ void tl_time_key(hr_buf *out, hr_slice list, int64_t time_ms) {
     hr_buf_append_u64be(out, time_inv(time_ms));
 }
 
+void tl_start_after(hr_buf *lo, hr_slice list, int64_t time_ms, hr_slice member) {
+    hr_buf c = HR_BUF_INIT;
+    tl_key(&c, list, time_ms, member);
+    hr_buf_append_byte(&c, 0x00); /* the key right after the cursor's */
+    if (hr_slice_cmp(hr_buf_slice(&c), hr_buf_slice(lo)) > 0) {
+        hr_buf_clear(lo);
+        hr_buf_append_slice(lo, hr_buf_slice(&c));
+    }
+    hr_buf_free(&c);
+}
+
 int tl_key_parse(hr_slice key, size_t prefix_len, int64_t *time_ms, char *member, size_t *member_len) {
     if (key.len < prefix_len + 8) return -1;
     *time_ms = time_of_inv(load_u64(key.ptr + prefix_len));
@@ -235,16 +246,7 @@ static bool range_bounds(hr_slice list, const hr_tlrange_spec *sp, hr_buf *lo, h
     tl_list_prefix(lo, list);
     size_t plen = lo->len;
     if (sp->before_ms != INT64_MAX) hr_buf_append_u64be(lo, time_inv(sp->before_ms) + 1);
-    if (sp->has_cursor) {
-        hr_buf c = HR_BUF_INIT;
-        tl_key(&c, list, sp->cursor_time, sp->cursor_member);
-        hr_buf_append_byte(&c, 0x00); /* strictly after the cursor's key */
-        if (bufcmp(&c, lo) > 0) {
-            hr_buf_clear(lo);
-            hr_buf_append_slice(lo, hr_buf_slice(&c));
-        }
-        hr_buf_free(&c);
-    }
+    if (sp->has_cursor) tl_start_after(lo, list, sp->cursor_time, sp->cursor_member);
     if (sp->after_ms != INT64_MIN) {
         hr_buf_append(hi, lo->data, plen);
         hr_buf_append_u64be(hi, time_inv(sp->after_ms));

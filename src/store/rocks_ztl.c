@@ -127,14 +127,7 @@ static void first_key(hr_buf *lo, hr_slice list, int64_t tmax, bool reverse, con
     if (!reverse || after == NULL) return;
     double c = score_decode(load_u64(after->ptr));
     if (!ztl_score_ok(c)) return; /* a made-up cursor: the checks of each entry apply it */
-    hr_buf k = HR_BUF_INIT;
-    tl_key(&k, list, (int64_t)c, hr_slice_of(after->ptr + 8, after->len - 8));
-    hr_buf_append_byte(&k, 0x00); /* the key right after the cursor's (rocks_tl.c) */
-    if (hr_slice_cmp(hr_buf_slice(&k), hr_buf_slice(lo)) > 0) {
-        hr_buf_clear(lo);
-        hr_buf_append_slice(lo, hr_buf_slice(&k));
-    }
-    hr_buf_free(&k);
+    tl_start_after(lo, list, (int64_t)c, hr_slice_of(after->ptr + 8, after->len - 8));
 }
 
 int ztl_scan(rx *x, hr_slice key, uint64_t version, bool reverse, double min, double max, const hr_slice *after,
