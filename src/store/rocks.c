@@ -243,7 +243,7 @@ static void zindex_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache) {
  * read is a Get or a MultiGet, which a hashed memtable answers from the
  * bucket. The price is at flush, where RocksDB sorts a copy of the memtable
  * (in the background). Measured (BENCHMARKS.md): graph loading 24-26 K ->
- * 31-32 K follows/s, social-reading loads ~25 % faster, rating upserts +4 %. */
+ * 30-32 K follows/s, social-reading loads ~27 % faster, rating upserts +4 %. */
 #define META_BUCKETS 1000003 /* 8 MB per memtable */
 static void meta_cf_options(rocksdb_options_t *o) {
     rocksdb_options_set_prefix_extractor(o, rocksdb_slicetransform_create_noop());
