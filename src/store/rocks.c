@@ -681,7 +681,7 @@ static int prefetch(rx *x) {
                 break;
             key_prefix(&k, op->key, m.version);
             hr_buf_append_slice(&k, op->member);
-            rplan_add(x, &p, m.zflags & ZF_TL ? CF_ZTLM : CF_SUB, hr_arena_copy(&x->mem, hr_buf_slice(&k)));
+            rplan_add(x, &p, zs_member_cf(&m), hr_arena_copy(&x->mem, hr_buf_slice(&k)));
             hr_buf_clear(&k);
             break;
         case HR_OP_DADD:

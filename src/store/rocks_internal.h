@@ -489,6 +489,14 @@ void zs_member_put(rx *x, int cf, hr_slice key, uint64_t version, hr_slice membe
 void zs_member_del(rx *x, int cf, hr_slice key, uint64_t version, hr_slice member);
 /* zs_member, reading cf. */
 int zs_member_in(rx *x, int cf, hr_slice key, uint64_t version, hr_slice member, bool *found, uint64_t *enc);
+/* The column family of an out-of-line set's member records. */
+static inline int zs_member_cf(const rmeta *m) {
+    return m->zflags & ZF_TL ? CF_ZTLM : CF_SUB;
+}
+/* zs_write or ztl_write, as m's layout says: a member of a set on disk
+ * (not inline, not in memory). */
+void zs_write_as(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool had_old, uint64_t old_enc,
+                 uint64_t enc);
 
 /* Small sorted sets inside their metadata record (rocks_zinline.c). "all"
  * is a set's entries (rmeta.zinline). A set stays inline while it has at most

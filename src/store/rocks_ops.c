@@ -159,6 +159,14 @@ void zs_write(rx *x, hr_slice key, uint64_t version, hr_slice member, bool had_o
     zs_member_put(x, CF_SUB, key, version, member, enc);
 }
 
+void zs_write_as(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool had_old, uint64_t old_enc,
+                 uint64_t enc) {
+    if (m->zflags & ZF_TL)
+        ztl_write(x, key, m->version, member, had_old, old_enc, enc);
+    else
+        zs_write(x, key, m->version, member, had_old, old_enc, enc);
+}
+
 void zs_member_put(rx *x, int cf, hr_slice key, uint64_t version, hr_slice member, uint64_t enc) {
     hr_buf k = HR_BUF_INIT;
     member_key(&k, key, version, member);
@@ -437,7 +445,7 @@ static int zget(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool *foun
         return 0;
     }
     if (m->zflags & ZF_MEM) return zm_member(x, key, m, member, found, enc);
-    return zs_member_in(x, m->zflags & ZF_TL ? CF_ZTLM : CF_SUB, key, m->version, member, found, enc);
+    return zs_member_in(x, zs_member_cf(m), key, m->version, member, found, enc);
 }
 
 static int zput(rx *x, hr_slice key, rmeta *m, hr_slice member, bool had_old, uint64_t old_enc, uint64_t enc,
@@ -454,10 +462,7 @@ static int zput(rx *x, hr_slice key, rmeta *m, hr_slice member, bool had_old, ui
     }
     if (m->zflags & ZF_MEM)
         return had_old && old_enc == enc ? 0 : zm_change(x, key, m, member, false, enc, fresh);
-    if (m->zflags & ZF_TL)
-        ztl_write(x, key, m->version, member, had_old, old_enc, enc);
-    else
-        zs_write(x, key, m->version, member, had_old, old_enc, enc);
+    zs_write_as(x, key, m, member, had_old, old_enc, enc);
     return 0;
 }
 

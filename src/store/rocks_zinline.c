@@ -101,10 +101,7 @@ void zi_spill(rx *x, hr_slice key, rmeta *m) {
     uint64_t e;
     hr_slice member;
     while (entry_next(m->zinline, &pos, &e, &member))
-        if (m->zflags & ZF_TL)
-            ztl_write(x, key, m->version, member, false, 0, e);
-        else
-            zs_write(x, key, m->version, member, false, 0, e);
+        zs_write_as(x, key, m, member, false, 0, e);
     m->zflags &= (uint8_t)~ZF_INLINE;
     m->zinline = hr_slice_of("", 0);
 }
