@@ -14,7 +14,12 @@
  *                  0 (25 %), time uniform between the story's time and the end
  *                  of the 30 days; --threads threads; upserts/s with progress
  *   4. upserts     the same model for --duration seconds on the loaded store:
- *                  the steady-state upsert rate and its latency percentiles
+ *                  the steady-state upsert rate and its latency percentiles,
+ *                  twice: back-dated (times drawn as the load's), then live
+ *                  (each rating stamped with a clock that starts at the end of
+ *                  the 30 days and moves with real time, as live traffic is: a
+ *                  new entry goes at the head of each time list instead of at
+ *                  a random place in it; a re-rating always wins)
  *   5. queries     once RocksDB has finished the flushes and compactions the
  *                  load queued (QUIESCE_SECS; PostgreSQL too is measured after
  *                  its load): unseen (heavy, rank=top, limit 20) --calls
@@ -42,6 +47,7 @@
  *                                         replays the upserts of the load's phase 4,
  *                                         which change nothing and cost a fifth of
  *                                         new ones)
+ *                     [--timed both|backdated|live]  (which runs phase 4 times: both)
  *                     [--only KEY]       (phase 5: only that query: UNSEEN_TOP,
  *                                         UNSEEN_HOT, UNSEEN_TYPICAL, TOP_RATED)
  */
@@ -82,6 +88,8 @@
 
 /* ---- Options and shared state ------------------------------------------- */
 
+enum { TIMED_BOTH, TIMED_BACKDATED, TIMED_LIVE };
+
 static struct {
     const char *store;
     double scale;
@@ -93,9 +101,10 @@ static struct {
     const char *out;
     bool queries_only; /* an already loaded store: phase 5 only */
     bool upserts_only; /* an already loaded store: phase 4 only */
+    int timed;         /* which upserts phase 4 times: TIMED_* */
     double query_secs; /* time limit of one query's latency run */
     const char *only;  /* phase 5: only the query with this key (UNSEEN_TOP, ...) */
-} opt = {NULL, 1.0, 2, 42, 1.0, 2000, 10.0, NULL, false, false, 30.0, NULL};
+} opt = {.scale = 1.0, .threads = 2, .seed = 42, .zipf_s = 1.0, .calls = 2000, .duration = 10.0, .query_secs = 30.0};
 
 static size_t n_stories, n_members, n_ratings, n_heavy;
 static char (*ids)[HR_STORY_ID_LEN + 1]; /* story i's id */
@@ -308,6 +317,7 @@ typedef struct worker {
     /* ratings */
     size_t from, to;
     double until; /* timed phase: stop at this now_s() */
+    bool live;    /* timed phase: ratings stamped with its clock (timed_time) */
     size_t done;
     uint64_t *lat; /* sampled latencies, ns */
     size_t n_lat, cap_lat;
@@ -403,6 +413,13 @@ static void *put_ratings(void *arg) {
     return NULL;
 }
 
+/* The time of a rating of the steady-state phase: back-dated as in the load,
+ * or (live) the phase's clock, END_MS at its start. */
+static int64_t timed_time(rng *r, size_t story, const worker *w) {
+    if (!w->live) return draw_time(r, story);
+    return END_MS + (int64_t)((now_s() - (w->until - opt.duration)) * 1000.0);
+}
+
 /* The same model until w->until (the steady-state phase). */
 static void *put_timed(void *arg) {
     worker *w = arg;
@@ -414,7 +431,7 @@ static void *put_timed(void *arg) {
         if ((i & 63) == 0 && now_s() >= w->until) break;
         snprintf(subject, sizeof subject, "u%" PRIu64, rng_below(&r, n_members));
         size_t s = zipf_story(&r);
-        if (put_one(w, &a, subject, s, draw_score(&r), draw_time(&r, s), true) != HR_OK) break;
+        if (put_one(w, &a, subject, s, draw_score(&r), timed_time(&r, s, w), true) != HR_OK) break;
         w->done++;
         atomic_fetch_add_explicit(&progress, 1, memory_order_relaxed);
     }
@@ -699,12 +716,70 @@ static size_t export_ratings(int64_t *score_sum, size_t *heavy_n) {
     return n;
 }
 
+/* The latencies the workers sampled, summarised; their samples are cleared. */
+static stats workers_latency(void) {
+    size_t n = 0;
+    for (int t = 0; t < opt.threads; t++)
+        n += workers[t].n_lat;
+    uint64_t *all = malloc((n ? n : 1) * sizeof *all);
+    if (!all) die("out of memory");
+    n = 0;
+    for (int t = 0; t < opt.threads; t++) {
+        memcpy(all + n, workers[t].lat, workers[t].n_lat * sizeof *all);
+        n += workers[t].n_lat;
+        workers[t].n_lat = 0;
+    }
+    stats s = summarise(all, n);
+    free(all);
+    return s;
+}
+
+/* Phase 4: the upsert model on the loaded store for --duration seconds, its
+ * ratings back-dated as the load's or (live) stamped with the phase's clock.
+ * Prints UPSERTS_PER_S, UPSERT_* (live: LIVE_UPSERTS_PER_S, LIVE_UPSERT_*). */
+static void timed_upserts(bool live) {
+    const char *pre = live ? "LIVE_" : "";
+    phase p;
+    phase_start(&p, live ? "upserts (timed, live)" : "upserts (timed, back-dated)", 0);
+    double until = now_s() + opt.duration;
+    for (int t = 0; t < opt.threads; t++) {
+        workers[t].until = until;
+        workers[t].live = live;
+        size_t cap = (size_t)(opt.duration * 200000) + 16;
+        if (cap > workers[t].cap_lat) {
+            free(workers[t].lat);
+            workers[t].lat = malloc(cap * sizeof(uint64_t));
+            workers[t].cap_lat = cap;
+        }
+    }
+    opcount c0 = ops_now();
+    double tcpu0 = cpu_s();
+    run_workers(put_timed, &p, 0, 5);
+    double secs = now_s() - p.t0;
+    double cpu = cpu_s() - tcpu0;
+    opcount c1 = ops_now();
+    size_t done = 0;
+    for (int t = 0; t < opt.threads; t++)
+        done += workers[t].done;
+    stats s = workers_latency();
+    double cpu_us = done ? cpu * 1e6 / (double)done : 0;
+    fprintf(stderr, "stories_load: %s: %zu in %.1f s, %.0f/s, %.1f us of CPU each, p50 %.3f ms, p99 %.3f ms\n",
+            p.name, done, secs, (double)done / secs, cpu_us, s.p50, s.p99);
+    printf("%sUPSERT_THREADS=%d\n%sUPSERT_SECS=%.1f\n%sUPSERT_DONE=%zu\n%sUPSERTS_PER_S=%.0f\n%sUPSERT_CPU_US=%.1f\n",
+           pre, opt.threads, pre, secs, pre, done, pre, (double)done / secs, pre, cpu_us);
+    char key[32];
+    snprintf(key, sizeof key, "%sUPSERT", pre);
+    print_ops(key, &c0, &c1, done);
+    print_stats(key, &s);
+}
+
 /* ---- Main ---------------------------------------------------------------------- */
 
 static void usage(void) {
     fprintf(stderr, "usage: stories_load --store URI [--scale F] [--threads N] [--seed N] [--zipf S]\n"
                     "                    [--calls N] [--duration S] [--out DIR] [--query-secs S]\n"
-                    "                    [--queries-only] [--upserts-only] [--only KEY]\n");
+                    "                    [--queries-only] [--upserts-only] [--only KEY]\n"
+                    "                    [--timed both|backdated|live]\n");
     exit(2);
 }
 
@@ -730,6 +805,12 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--out") == 0) opt.out = v;
         else if (strcmp(a, "--query-secs") == 0) opt.query_secs = atof(v);
         else if (strcmp(a, "--only") == 0) opt.only = v;
+        else if (strcmp(a, "--timed") == 0) {
+            if (strcmp(v, "both") == 0) opt.timed = TIMED_BOTH;
+            else if (strcmp(v, "backdated") == 0) opt.timed = TIMED_BACKDATED;
+            else if (strcmp(v, "live") == 0) opt.timed = TIMED_LIVE;
+            else usage();
+        }
         else usage();
         i++;
     }
@@ -836,62 +917,16 @@ int main(int argc, char **argv) {
     secs = phase_end(&p, n_ratings);
     printf("LOAD_UPSERT_CPU_US=%.1f\n", (cpu_s() - cpu0) * 1e6 / (double)n_ratings);
     {
-        size_t n = 0;
-        for (int t = 0; t < opt.threads; t++)
-            n += workers[t].n_lat;
-        uint64_t *all = malloc((n ? n : 1) * sizeof *all);
-        n = 0;
-        for (int t = 0; t < opt.threads; t++) {
-            memcpy(all + n, workers[t].lat, workers[t].n_lat * sizeof *all);
-            n += workers[t].n_lat;
-            workers[t].n_lat = 0;
-        }
-        stats s = summarise(all, n);
-        free(all);
+        stats s = workers_latency();
         printf("LOAD_SECS=%.1f\nLOAD_UPSERTS_PER_S=%.0f\n", secs, (double)n_ratings / secs);
         print_stats("LOAD_UPSERT", &s);
     }
 
-    /* 4. Steady-state upserts on the loaded store. */
+    /* 4. Steady-state upserts on the loaded store: back-dated as the load's,
+     * then live. */
 upserts:
-    if (opt.duration > 0) {
-        phase_start(&p, "upserts (timed)", 0);
-        double until = now_s() + opt.duration;
-        for (int t = 0; t < opt.threads; t++) {
-            workers[t].until = until;
-            size_t cap = (size_t)(opt.duration * 200000) + 16;
-            if (cap > workers[t].cap_lat) {
-                free(workers[t].lat);
-                workers[t].lat = malloc(cap * sizeof(uint64_t));
-                workers[t].cap_lat = cap;
-            }
-        }
-        opcount c0 = ops_now();
-        double tcpu0 = cpu_s();
-        run_workers(put_timed, &p, 0, 5);
-        secs = now_s() - p.t0;
-        double cpu = cpu_s() - tcpu0;
-        opcount c1 = ops_now();
-        size_t done = 0, n = 0;
-        for (int t = 0; t < opt.threads; t++) {
-            done += workers[t].done;
-            n += workers[t].n_lat;
-        }
-        uint64_t *all = malloc((n ? n : 1) * sizeof *all);
-        n = 0;
-        for (int t = 0; t < opt.threads; t++) {
-            memcpy(all + n, workers[t].lat, workers[t].n_lat * sizeof *all);
-            n += workers[t].n_lat;
-        }
-        stats s = summarise(all, n);
-        free(all);
-        fprintf(stderr, "stories_load: upserts (timed): %zu in %.1f s, %.0f/s, %.1f us of CPU each, p50 %.3f ms, p99 %.3f ms\n",
-                done, secs, (double)done / secs, done ? cpu * 1e6 / (double)done : 0, s.p50, s.p99);
-        printf("UPSERT_THREADS=%d\nUPSERT_SECS=%.1f\nUPSERT_DONE=%zu\nUPSERTS_PER_S=%.0f\nUPSERT_CPU_US=%.1f\n",
-               opt.threads, secs, done, (double)done / secs, done ? cpu * 1e6 / (double)done : 0);
-        print_ops("UPSERT", &c0, &c1, done);
-        print_stats("UPSERT", &s);
-    }
+    if (opt.duration > 0 && opt.timed != TIMED_LIVE) timed_upserts(false);
+    if (opt.duration > 0 && opt.timed != TIMED_BACKDATED) timed_upserts(true);
     for (int t = 0; t < opt.threads; t++)
         free(workers[t].lat);
 
