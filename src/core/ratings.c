@@ -20,12 +20,14 @@
 #define WINDOW_MAX 10000  /* the store's largest range read */
 #define SET_TEST_MIN 1024 /* unseen: candidates a first test of a seen set waits for */
 #define WITH_SET_SLOTS 4096 /* a power of two */
+#define READ_CHUNK_MAX 512  /* top-rated: ratings read in one batch of a walk, at most ~4x this */
 
 struct hr_ratings {
     hr_store *store;
     hr_stories *stories;
     const char *ns;  /* the stories' */
     size_t seen_min; /* ratings from which a subject has a packed seen set */
+    size_t walk_max; /* ranking entries a walk reads at most (HR_UNSEEN_SCAN) */
     /* Subjects (hashes) that had seen_min ratings at an unseen call: their
      * next call starts with the window a set test wants (see there). A
      * subject's ratings are never deleted, so an entry stays true; a stale
@@ -40,6 +42,7 @@ hr_ratings *hr_ratings_new(hr_store *store, hr_stories *stories) {
     r->stories = stories;
     r->ns = hr_stories_ns(stories);
     r->seen_min = HR_SEEN_SET_MIN;
+    r->walk_max = HR_UNSEEN_SCAN;
     for (size_t i = 0; i < LOCK_STRIPES; i++)
         pthread_mutex_init(&r->locks[i], NULL);
     return r;
@@ -47,6 +50,10 @@ hr_ratings *hr_ratings_new(hr_store *store, hr_stories *stories) {
 
 void hr_ratings_set_seen_min(hr_ratings *r, size_t n) {
     r->seen_min = n ? n : 1;
+}
+
+void hr_ratings_set_walk_max(hr_ratings *r, size_t n) {
+    r->walk_max = n ? n : 1;
 }
 
 void hr_ratings_free(hr_ratings *r) {
@@ -498,19 +505,15 @@ static int fill_page(hr_ratings *r, const ranked *ids, size_t n, hr_arena *a, hr
     return rc;
 }
 
-int hr_ratings_top_rated(hr_ratings *r, hr_slice subject, const hr_list_req *req, hr_arena *a,
-                         hr_story_page *out, hr_err *err) {
-    memset(out, 0, sizeof *out);
-    if (subject.len < 1 || subject.len > ID_MAX || memchr(subject.ptr, '/', subject.len))
-        return hr_err_set(err, HR_EINVAL, "subject must be an identifier");
-    /* The cursor and limit are checked as a list's; the range itself is of
-     * the subject's ratings since the date, which are then ranked. */
-    hr_zrange_spec cur;
-    int rc = stamp_spec(req, HR_STORY_ID_LEN, a, &cur, err);
-    if (rc != HR_OK) return rc;
+/* Top-rated by ranking the subject's ratings since cur's min (the most recent
+ * HR_TOP_RATED_SCAN of them): a range read of them, one batch of their
+ * stories' sums, a sort in memory, the page from cur's cursor. The way for
+ * a subject with few ratings (below seen_min), and the fallback of a walk
+ * that found no page within its bound. */
+static int rank_ratings(hr_ratings *r, hr_slice subject, const hr_zrange_spec *cur, size_t limit, hr_arena *a,
+                        hr_story_page *out, hr_err *err) {
     hr_zrange_spec spec = hr_zrange_all(true, HR_TOP_RATED_SCAN);
-    spec.min = cur.min;
-
+    spec.min = cur->min;
     hr_buf k = HR_BUF_INIT, top[HR_RANK_SHARDS];
     for (unsigned i = 0; i < HR_RANK_SHARDS; i++) {
         top[i] = (hr_buf)HR_BUF_INIT;
@@ -518,7 +521,7 @@ int hr_ratings_top_rated(hr_ratings *r, hr_slice subject, const hr_list_req *req
     }
     hr_batch *b = hr_batch_new(), *sb = hr_batch_new();
     size_t op = hr_zrange(b, subject_key(&k, r, subject), &spec);
-    rc = hr_store_exec(r->store, b, 0, err);
+    int rc = hr_store_exec(r->store, b, 0, err);
     const hr_result *res = rc == HR_OK ? hr_batch_result(b, op) : NULL;
     if (res && res->rc != HR_OK) rc = op_error(res, err, "ratings");
     size_t n = 0;
@@ -547,14 +550,14 @@ int hr_ratings_top_rated(hr_ratings *r, hr_slice subject, const hr_list_req *req
     size_t from = 0, take = 0;
     if (rc == HR_OK && n) {
         qsort(items, n, sizeof *items, ranked_cmp);
-        if (cur.has_cursor) { /* strictly after the cursor in the ranking's order */
-            ranked c = {.score = cur.cursor_score};
-            if (cur.cursor_member.len == HR_STORY_ID_LEN)
-                memcpy(c.id, cur.cursor_member.ptr, HR_STORY_ID_LEN);
+        if (cur->has_cursor) { /* strictly after the cursor in the ranking's order */
+            ranked c = {.score = cur->cursor_score};
+            if (cur->cursor_member.len == HR_STORY_ID_LEN)
+                memcpy(c.id, cur->cursor_member.ptr, HR_STORY_ID_LEN);
             while (from < n && ranked_cmp(&items[from], &c) <= 0)
                 from++;
         }
-        take = n - from < req->limit ? n - from : req->limit;
+        take = n - from < limit ? n - from : limit;
         rc = fill_page(r, items + from, take, a, out, err);
         if (rc == HR_OK && from + take < n)
             out->next_cursor = hr_list_cursor(a, items[from + take - 1].score,
@@ -604,16 +607,44 @@ static int seen_rebuild(hr_ratings *r, hr_slice subject, hr_arena *a, hr_err *er
     return rc;
 }
 
-int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const hr_list_req *req, hr_arena *a,
-                      hr_story_page *out, hr_err *err) {
-    memset(out, 0, sizeof *out);
-    if (subject.len < 1 || subject.len > ID_MAX || memchr(subject.ptr, '/', subject.len))
-        return hr_err_set(err, HR_EINVAL, "subject must be an identifier");
-    hr_zrange_spec spec;
-    int rc = hr_list_spec(req, HR_STORY_ID_LEN, a, &spec, err);
-    if (rc != HR_OK) return rc;
-    spec.min = -INFINITY; /* since does not apply: every story is a candidate */
+/* ---- Walks down a ranking ------------------------------------------------- */
 
+/* What a walk keeps: the stories the subject has not rated (unseen), or
+ * those it has rated with a stamp >= min_stamp (top-rated). */
+typedef struct walk_goal {
+    bool rated;       /* keep the rated stories, with the subject's ratings */
+    double min_stamp; /* rated: only ratings stamped at or after it */
+} walk_goal;
+
+/* The stamps of the subject's ratings of the n stories e[0..n) (one batch of
+ * point reads) into stamps, indexed by an entry's place in kept; a story it
+ * has no rating of gets -1. */
+static int read_stamps(hr_ratings *r, hr_slice rated, const hr_zentry *const *e, size_t n, const hr_zentry *kept,
+                       double *stamps, hr_err *err) {
+    hr_batch *b = hr_batch_new();
+    for (size_t i = 0; i < n; i++)
+        hr_zscore(b, rated, e[i]->member); /* op i */
+    int rc = hr_store_exec(r->store, b, 0, err);
+    for (size_t i = 0; rc == HR_OK && i < n; i++) {
+        const hr_result *z = hr_batch_result(b, i);
+        if (z->rc != HR_OK && z->rc != HR_ENOTFOUND) rc = op_error(z, err, "ratings");
+        stamps[e[i] - kept] = z->rc == HR_OK ? z->score : -1;
+    }
+    hr_batch_free(b);
+    return rc;
+}
+
+/* Walk the ranking of `kind` down from spec's cursor for subject until
+ * `limit` stories that meet the goal are found, into found (room for limit;
+ * in the ranking's order; *n_found of them). *cursor is set when anything
+ * ranks after the last one found, or, when walk_max (HR_UNSEEN_SCAN) entries
+ * were read first, where the walk stopped: *cut is set then. */
+static int walk_ranking(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const hr_zrange_spec *spec,
+                        size_t limit, walk_goal goal, hr_arena *a, ranked *found, size_t *n_found,
+                        const char **cursor, bool *cut, hr_err *err) {
+    *n_found = 0;
+    *cursor = NULL;
+    *cut = false;
     hr_buf rank[HR_RANK_SHARDS], rated = HR_BUF_INIT, seen = HR_BUF_INIT;
     hr_slice rank_keys[HR_RANK_SHARDS];
     for (unsigned i = 0; i < HR_RANK_SHARDS; i++) {
@@ -621,12 +652,11 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
         hr_stories_rank_key(r->stories, kind, i, &rank[i]);
         rank_keys[i] = hr_buf_slice(&rank[i]);
     }
-    hr_rank_merge *ranking = hr_rank_merge_new(rank_keys, HR_RANK_SHARDS, &spec);
+    hr_rank_merge *ranking = hr_rank_merge_new(rank_keys, HR_RANK_SHARDS, spec);
     subject_key(&rated, r, subject);
     seen_key(&seen, r, subject);
-    ranked *found = hr_arena_alloc(a, req->limit * sizeof *found);
-    size_t n_found = 0, scanned = 0;
-    size_t window = 2 * req->limit > WINDOW_MIN ? 2 * req->limit : WINDOW_MIN;
+    size_t scanned = 0;
+    size_t window = 2 * limit > WINDOW_MIN ? 2 * limit : WINDOW_MIN;
     bool use_set = false; /* test against the seen set, not the ratings */
     /* A subject known to have a seen set would read a first window only to
      * read a second before its first test: read them as one. */
@@ -641,13 +671,14 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
     hr_batch **windows = NULL; /* the merge's entries point into them */
     size_t n_windows = 0;
     hr_batch *sb = hr_batch_new();
+    int rc = HR_OK;
 
     for (int round = 0;; round++) {
         hr_batch *b = hr_batch_new();
         windows = hr_xrealloc(windows, (n_windows + 1) * sizeof *windows);
         windows[n_windows++] = b;
         size_t want = window < WINDOW_MAX ? window : WINDOW_MAX;
-        if (want > HR_UNSEEN_SCAN - scanned) want = HR_UNSEEN_SCAN - scanned;
+        if (want > r->walk_max - scanned) want = r->walk_max - scanned;
         hr_rank_merge_plan(ranking, b, want);
         /* With the first window: how many the subject has rated, and how
          * many its seen set holds. */
@@ -675,7 +706,7 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
             cand[n_cand++] = &got[i];
         scanned += n_got;
         bool ranking_more = hr_rank_merge_more(ranking);
-        bool more = ranking_more && scanned < HR_UNSEEN_SCAN;
+        bool more = ranking_more && scanned < r->walk_max;
         /* A test of the seen set reads all its chunks however few members
          * it tests (a subject with that many ratings has seen much of the
          * top), so test a first window only together with a bigger one. */
@@ -701,51 +732,81 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
         const hr_result *tested = rc == HR_OK && use_set ? hr_batch_result(sb, 0) : NULL;
         if (tested && tested->rc != HR_OK) rc = op_error(tested, err, "seen set");
         /* The candidates come in no particular order (rank_merge.h): keep
-         * the unseen ones, then put in order the first of them that the
-         * page still has room for. */
-        size_t n_unseen = 0;
+         * those the goal wants, as copies (a kept one's stamp is found by
+         * its place among them; a point read's test gives the stamp). */
+        hr_zentry *kept = hr_arena_alloc(a, n_cand * sizeof *kept);
+        double *stamps = hr_arena_alloc(a, n_cand * sizeof *stamps);
+        size_t n_kept = 0;
         for (size_t i = 0; rc == HR_OK && i < n_cand; i++) {
             bool is_seen;
+            stamps[n_kept] = -1;
             if (use_set) {
                 is_seen = tested->value.ptr[i] != 0;
             } else {
                 const hr_result *z = hr_batch_result(sb, i);
                 if (z->rc != HR_OK && z->rc != HR_ENOTFOUND) rc = op_error(z, err, "ratings");
                 is_seen = z->rc == HR_OK;
+                if (is_seen) stamps[n_kept] = z->score;
             }
-            if (!is_seen && id_like(cand[i]->member)) cand[n_unseen++] = cand[i];
+            if (is_seen == goal.rated && id_like(cand[i]->member)) kept[n_kept++] = *cand[i];
         }
-        hr_rank_first(cand, n_unseen, req->limit - n_found);
-        bool full = false;
-        for (size_t i = 0; rc == HR_OK && i < n_unseen && !full; i++) {
-            const hr_zentry *e = cand[i];
-            found[n_found] = (ranked){.score = e->score};
-            memcpy(found[n_found].id, e->member.ptr, HR_STORY_ID_LEN);
-            found[n_found].id[HR_STORY_ID_LEN] = '\0';
-            full = ++n_found == req->limit;
-            /* A cursor when anything ranks after the page's last item. */
-            if (full && (ranking_more || hr_rank_before(e, &last)))
-                out->next_cursor = hr_list_cursor(a, e->score, e->member);
+        const hr_zentry **order = hr_arena_alloc(a, (n_kept ? n_kept : 1) * sizeof *order);
+        for (size_t i = 0; i < n_kept; i++)
+            order[i] = &kept[i];
+        /* Put in order the first of them that the page still has room for
+         * and take them. When a rated story's stamp is still to be read (the
+         * seen set only said it was rated), read those of the ones put in
+         * order, take the ones since the goal's stamp, and go on with the
+         * rest while the page has room: a subject who rated most of the top
+         * reads a page's worth of ratings, not a window's. */
+        bool full = false, read = goal.rated && use_set;
+        size_t done = 0; /* order[0..done) taken or dropped */
+        size_t read_chunk = 2 * (limit - *n_found) + 8; /* a few more: since may drop some */
+        while (rc == HR_OK && done < n_kept && !full) {
+            size_t chunk = read ? read_chunk : limit - *n_found;
+            if (chunk > n_kept - done) chunk = n_kept - done;
+            /* Since dropped many: bigger batches, up to where putting them in
+             * order (an insertion each, hr_rank_first) would cost more. */
+            if (read_chunk < READ_CHUNK_MAX) read_chunk *= 4;
+            hr_rank_first(order + done, n_kept - done, chunk);
+            if (read) rc = read_stamps(r, hr_buf_slice(&rated), order + done, chunk, kept, stamps, err);
+            for (size_t i = done; rc == HR_OK && i < done + chunk && !full; i++) {
+                const hr_zentry *e = order[i];
+                ranked *f = &found[*n_found];
+                *f = (ranked){.score = e->score};
+                memcpy(f->id, e->member.ptr, HR_STORY_ID_LEN);
+                f->id[HR_STORY_ID_LEN] = '\0';
+                hr_rating mine;
+                if (goal.rated) {
+                    double st = stamps[e - kept];
+                    if (st < 0 || st < goal.min_stamp) continue; /* no rating, or before since */
+                    if (unstamp(st, subject, e->member, a, &mine, NULL) != HR_OK) continue;
+                    f->has_rating = true;
+                    f->rating = mine.score;
+                    f->rating_time_ms = mine.time_ms;
+                }
+                full = ++*n_found == limit;
+                /* A cursor when anything ranks after the page's last item. */
+                if (full && (ranking_more || hr_rank_before(e, &last)))
+                    *cursor = hr_list_cursor(a, e->score, e->member);
+            }
+            done += chunk;
         }
         n_cand = 0;
         if (rc != HR_OK || full || !ranking_more) break;
-        if (scanned >= HR_UNSEEN_SCAN) { /* answered short; the cursor goes on */
-            out->next_cursor = hr_list_cursor(a, last.score, last.member);
+        if (scanned >= r->walk_max) { /* stopped short; the cursor goes on */
+            *cursor = hr_list_cursor(a, last.score, last.member);
+            *cut = true;
             break;
         }
-        /* The next window: twice what the unseen rate so far says the rest
-         * of the page needs, at most four times the last one (a first
-         * window with nothing unseen says little about the rate, and every
-         * entry read costs: its copy, its test). */
-        double rate = (double)(n_found + 1) / (double)(scanned + 1);
-        double want_next = 2.0 * (double)(req->limit - n_found) / rate;
+        /* The next window: twice what the rate of kept stories so far says
+         * the rest of the page needs, at most four times the last one (a
+         * first window with nothing kept says little about the rate, and
+         * every entry read costs: its copy, its test). */
+        double rate = (double)(*n_found + 1) / (double)(scanned + 1);
+        double want_next = 2.0 * (double)(limit - *n_found) / rate;
         size_t cap = 4 * window < WINDOW_MAX ? 4 * window : WINDOW_MAX;
         window = want_next < (double)window ? window : want_next > (double)cap ? cap : (size_t)want_next;
-    }
-    if (rc == HR_OK) {
-        const char *cursor = out->next_cursor;
-        rc = fill_page(r, found, n_found, a, out, err);
-        out->next_cursor = cursor;
     }
     hr_batch_free(sb);
     hr_rank_merge_free(ranking);
@@ -758,4 +819,67 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
     hr_buf_free(&rated);
     hr_buf_free(&seen);
     return rc;
+}
+
+/* ---- Story lists for a member: top-rated and unseen ------------------------- */
+
+/* The page of found (n of them) into out, with cursor. */
+static int walk_page(hr_ratings *r, const ranked *found, size_t n, const char *cursor, hr_arena *a,
+                     hr_story_page *out, hr_err *err) {
+    int rc = fill_page(r, found, n, a, out, err);
+    out->next_cursor = cursor;
+    return rc;
+}
+
+int hr_ratings_top_rated(hr_ratings *r, hr_slice subject, const hr_list_req *req, hr_arena *a,
+                         hr_story_page *out, hr_err *err) {
+    memset(out, 0, sizeof *out);
+    if (subject.len < 1 || subject.len > ID_MAX || memchr(subject.ptr, '/', subject.len))
+        return hr_err_set(err, HR_EINVAL, "subject must be an identifier");
+    /* The cursor and limit are checked as a list's; since is a stamp. */
+    hr_zrange_spec cur;
+    int rc = stamp_spec(req, HR_STORY_ID_LEN, a, &cur, err);
+    if (rc != HR_OK) return rc;
+    /* A subject with a seen set: walk the ranking, keeping what it rated.
+     * One that has rated most of the top (the seed's heavy reader) finds a
+     * page in the first window. */
+    hr_buf k = HR_BUF_INIT;
+    hr_batch *b = hr_batch_new();
+    size_t card_op = hr_zcard(b, subject_key(&k, r, subject));
+    rc = hr_store_exec(r->store, b, 0, err);
+    bool walk = rc == HR_OK && (size_t)hr_batch_result(b, card_op)->num >= r->seen_min;
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    if (walk) {
+        hr_zrange_spec spec = cur;
+        spec.min = -INFINITY; /* since bounds the ratings' times, not the ranking's scores */
+        ranked *found = hr_arena_alloc(a, req->limit * sizeof *found);
+        size_t n_found;
+        const char *cursor;
+        bool cut;
+        rc = walk_ranking(r, subject, HR_RANK_TOP, &spec, req->limit, (walk_goal){true, cur.min}, a, found,
+                          &n_found, &cursor, &cut, err);
+        /* Past the walk's bound without a page (ratings mostly of stories
+         * far down the ranking, or before since): rank the ratings. */
+        if (rc == HR_OK && !cut) return walk_page(r, found, n_found, cursor, a, out, err);
+    }
+    return rc == HR_OK ? rank_ratings(r, subject, &cur, req->limit, a, out, err) : rc;
+}
+
+int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const hr_list_req *req, hr_arena *a,
+                      hr_story_page *out, hr_err *err) {
+    memset(out, 0, sizeof *out);
+    if (subject.len < 1 || subject.len > ID_MAX || memchr(subject.ptr, '/', subject.len))
+        return hr_err_set(err, HR_EINVAL, "subject must be an identifier");
+    hr_zrange_spec spec;
+    int rc = hr_list_spec(req, HR_STORY_ID_LEN, a, &spec, err);
+    if (rc != HR_OK) return rc;
+    spec.min = -INFINITY; /* since does not apply: every story is a candidate */
+    ranked *found = hr_arena_alloc(a, req->limit * sizeof *found);
+    size_t n_found;
+    const char *cursor;
+    bool cut; /* answered short: the cursor goes on */
+    rc = walk_ranking(r, subject, kind, &spec, req->limit, (walk_goal){false, -INFINITY}, a, found, &n_found,
+                      &cursor, &cut, err);
+    return rc == HR_OK ? walk_page(r, found, n_found, cursor, a, out, err) : rc;
 }

@@ -30,8 +30,8 @@
  *                            memtables
  *   {NSrs/S}seen      pset   the same stories as 64-bit ids (a story id is
  *                            16 hex digits), kept once the subject has
- *                            HR_SEEN_SET_MIN ratings: what unseen tests
- *                            candidates against (below)
+ *                            HR_SEEN_SET_MIN ratings: what unseen and
+ *                            top-rated test candidates against (below)
  *   {NSro/O}          time list  member S: the story's ratings
  *   {NSratings/all/XX} time list  member "S/O": all ratings by date, in
  *                            HR_RATINGS_ALL_SHARDS shards (XX = 00..0f, by a
@@ -104,9 +104,21 @@
  *   by_subject   1: a range read
  *   by_object    1 (the range read and the story's existence together)
  *   all          1 (a range read of each shard)
- *   top_rated    3: the subject's ratings since a date (the most recent
- *                HR_TOP_RATED_SCAN of them), one batch of their stories'
- *                sums, sorted in memory; then the page's stories
+ *   top_rated    a subject with fewer than HR_SEEN_SET_MIN ratings: 4
+ *                (its count; its ratings since a date, the most recent
+ *                HR_TOP_RATED_SCAN of them; one batch of their stories'
+ *                sums, sorted in memory; the page's stories). From
+ *                HR_SEEN_SET_MIN on: the count, then unseen's walk down the
+ *                top ranking (below) keeping the stories the seen set HAS,
+ *                then one batch of point reads of the subject's ratings of
+ *                the first twice-a-page of them in order (their times:
+ *                since; more batches, four times bigger each, while since
+ *                drops too many), then the page's stories. A member who
+ *                rated most of the top: 5 batches, ~70 point reads (0.31 ms
+ *                p50 at scale 0.1 against 16.4 ms for ranking its 10,000
+ *                ratings, BENCHMARKS.md). A walk that reads HR_UNSEEN_SCAN
+ *                entries without a page (ratings mostly of stories far
+ *                down, or before since) ranks the ratings instead.
  *   unseen       2 per window + 1: a window of the ranking (descending
  *                from the cursor: one range read of each of its
  *                HR_RANK_SHARDS shards, merged by core/rank_merge), one
@@ -187,6 +199,9 @@ void hr_ratings_free(hr_ratings *r);
 /* For tests: the number of ratings from which a subject has a seen set
  * (HR_SEEN_SET_MIN by default). */
 void hr_ratings_set_seen_min(hr_ratings *r, size_t n);
+/* For tests: the ranking entries a walk of top-rated or unseen reads at most
+ * (HR_UNSEEN_SCAN by default). */
+void hr_ratings_set_walk_max(hr_ratings *r, size_t n);
 
 /* subject and object are identifiers (the API layer checks); object must be
  * a story (HR_ENOTFOUND otherwise). */
@@ -212,7 +227,10 @@ int hr_ratings_all(hr_ratings *r, const hr_list_req *req, hr_arena *a, hr_rating
 
 /* The highest-scoring stories subject rated (any rating, 0 included) after
  * req->since_ms, by score descending, ties by id descending (the rankings'
- * order). Each item carries the subject's own rating (has_rating). */
+ * order). Each item carries the subject's own rating (has_rating). A
+ * subject with fewer than HR_SEEN_SET_MIN ratings has its most recent
+ * HR_TOP_RATED_SCAN ratings since the date ranked; one with more has all of
+ * them, when the walk down the ranking finds the page (see the costs). */
 int hr_ratings_top_rated(hr_ratings *r, hr_slice subject, const hr_list_req *req, hr_arena *a,
                          hr_story_page *out, hr_err *err);
 

@@ -375,6 +375,64 @@ def test_top_rated_since(server):
     assert [s["id"] for s in top_rated(server, subj, since=t0)] == [sids[k] for k in "BAEC"]
 
 
+def test_top_rated_of_a_member_who_rated_a_thousand(server):
+    """A member with 1000 ratings has a seen set (HR_SEEN_SET_MIN): its top-rated is found
+    by walking the ranking and keeping what it rated, not by ranking all its ratings. The
+    answer is the same: only its stories, by score then id, each with its own rating, and
+    `since` on the rating's time."""
+    n = 1000
+    subj = uid("avid")
+    t0 = now_ms() - 2 * DAY
+    local = threading.local()
+
+    def sess():
+        if not hasattr(local, "s"):
+            local.s = requests.Session()
+        return local.s
+
+    def make(i):
+        return create_story(server, fresh_url(), "<p>x</p>", t0 - DAY + i, session=sess())["id"]
+
+    with ThreadPoolExecutor(8) as ex:
+        sids = list(ex.map(make, range(n)))
+    with ThreadPoolExecutor(8) as ex:
+        list(ex.map(lambda i: rate(server, subj, sids[i], 0, t0 + i, session=sess()), range(n)))
+    # Five of them voted up by others (5 down to 1), one the member likes too.
+    for k in range(5):
+        votes(server, sids[k], 5 - k)
+    rate(server, subj, sids[4], 1, t0 + n)  # sids[4]: 1 + 1
+    score = {sid: 0 for sid in sids}
+    score.update({sids[0]: 5, sids[1]: 4, sids[2]: 3, sids[3]: 2, sids[4]: 2})
+    mine = {sid: (0, t0 + i) for i, sid in enumerate(sids)}
+    mine[sids[4]] = (1, t0 + n)
+    order = sorted(sids, key=lambda sid: (-score[sid], [-ord(c) for c in sid]))
+
+    def check(items, want):
+        assert [s["id"] for s in items] == want, ([s["id"] for s in items][:10], want[:10])
+        for s in items:
+            assert s["score"] == score[s["id"]], s
+            assert s.get("rating") == mine[s["id"]][0], s
+
+    check(top_rated(server, subj, limit=6), order[:6])
+    # Every page, following the cursor: all 1000, in order.
+    got, cursor = [], None
+    for _ in range(20):
+        params = {"limit": 150}
+        if cursor:
+            params["cursor"] = cursor
+        body = get_list(server, f"/api/v1/members/{subj}/top-rated", "stories", **params)
+        got += stories_of(body)
+        cursor = body.get("next_cursor")
+        if not cursor:
+            break
+    check(got, order)
+    # since: the ratings after t0 + 990 (the last nine, and sids[4]'s).
+    since = [sid for sid in order if mine[sid][1] > t0 + 990]
+    assert len(since) == 10
+    check(top_rated(server, subj, since=t0 + 990, limit=100), since)
+    check(top_rated(server, subj, since=t0 + 990, limit=3), since[:3])
+
+
 # -- unseen ------------------------------------------------------------------------------------------
 
 

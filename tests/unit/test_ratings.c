@@ -647,3 +647,105 @@ static void top_rated_since(env *e) {
     cr_assert_eq(p.n, 0);
 }
 BOTH_BACKENDS(top_rated_since)
+
+/* The same with the member's ratings found by walking the ranking (it has a
+ * seen set). */
+static void top_rated_since_walking(env *e) {
+    hr_ratings_set_seen_min(e->ratings, 3);
+    top_rated_since(e);
+}
+BOTH_BACKENDS(top_rated_since_walking)
+
+/* Every page of top-rated for "m" (limit, since) against a model: the
+ * stories it rated after since, by (score, id) descending, each with its
+ * rating. */
+static void check_top_rated(env *e, const expect_item *want, size_t n_want, const int *rating,
+                            const int64_t *time, char (*ids)[17], int n_ids, size_t limit, int64_t since) {
+    hr_list_req req = {.limit = limit, .has_since = since >= 0, .since_ms = since};
+    size_t got = 0;
+    for (int pages = 0; pages < 100; pages++) {
+        hr_story_page p;
+        hr_err err = {0};
+        cr_assert_eq(hr_ratings_top_rated(e->ratings, hr_slice_str("m"), &req, &e->a, &p, &err), HR_OK, "%s",
+                     err.msg);
+        cr_assert_leq(p.n, limit);
+        for (size_t i = 0; i < p.n; i++, got++) {
+            cr_assert_lt(got, n_want, "limit %zu since %lld: more than %zu stories", limit, (long long)since, n_want);
+            cr_assert_str_eq(p.items[i].id, want[got].id, "limit %zu since %lld: position %zu", limit,
+                             (long long)since, got);
+            cr_assert_eq(p.items[i].score, (int64_t)want[got].key);
+            int j = 0;
+            while (j < n_ids && strcmp(ids[j], p.items[i].id) != 0)
+                j++;
+            cr_assert(p.items[i].has_rating);
+            cr_assert_eq(p.items[i].rating, rating[j], "the member's rating of %s", ids[j]);
+            cr_assert_eq(p.items[i].rating_time_ms, time[j]);
+        }
+        if (!p.next_cursor) break;
+        req.cursor = p.next_cursor;
+    }
+    cr_assert_eq(got, n_want, "limit %zu since %lld: %zu of %zu stories", limit, (long long)since, got, n_want);
+}
+
+static void top_rated_model(env *e) {
+    enum { N = 80 };
+    char ids[N][17];
+    int score[N], rating[N];
+    int64_t time[N];
+    unsigned seed = 7;
+    for (int i = 0; i < N; i++) {
+        story(e, i, T0 + i, ids[i]);
+        score[i] = (int)(rand_r(&seed) % 7) - 3; /* the voters' sum: -3..3 */
+        for (int v = 0; v < abs(score[i]); v++) {
+            char voter[16];
+            snprintf(voter, sizeof voter, "v%d", v);
+            rate(e, voter, ids[i], score[i] > 0 ? 1 : -1, T0 + 100);
+        }
+        rating[i] = 2; /* not rated by m */
+    }
+    /* m rates about half, some twice (the later rating wins) */
+    for (int i = 0; i < N; i++) {
+        if (rand_r(&seed) % 2) continue;
+        int first = (int)(rand_r(&seed) % 3) - 1;
+        rate(e, "m", ids[i], first, T0 + 1000 + i);
+        rating[i] = first;
+        time[i] = T0 + 1000 + i;
+        if (rand_r(&seed) % 4 == 0) {
+            rating[i] = (int)(rand_r(&seed) % 3) - 1;
+            time[i] = T0 + 5000 + (int64_t)(rand_r(&seed) % 100);
+            rate(e, "m", ids[i], rating[i], time[i]);
+        }
+    }
+    int64_t sinces[] = {-1, T0 + 1040, T0 + 5050, T0 + 9000};
+    size_t limits[] = {1, 3, 7, 100};
+    for (size_t si = 0; si < sizeof sinces / sizeof sinces[0]; si++) {
+        expect_item want[N];
+        size_t n = 0;
+        for (int i = 0; i < N; i++) {
+            if (rating[i] == 2 || (sinces[si] >= 0 && time[i] <= sinces[si])) continue;
+            want[n].key = score[i] + rating[i];
+            strcpy(want[n++].id, ids[i]);
+        }
+        qsort(want, n, sizeof want[0], by_rank);
+        for (size_t li = 0; li < sizeof limits / sizeof limits[0]; li++)
+            check_top_rated(e, want, n, rating, time, ids, N, limits[li], sinces[si]);
+    }
+}
+BOTH_BACKENDS(top_rated_model)
+
+/* The model through the walk (m has a seen set, filled by the first call),
+ * and through walks cut short after their first window (16 shards of 4
+ * entries: less than the 80 stories), which then rank m's ratings instead
+ * unless that window filled the page. */
+static void top_rated_model_walking(env *e) {
+    hr_ratings_set_seen_min(e->ratings, 10);
+    top_rated_model(e);
+}
+BOTH_BACKENDS(top_rated_model_walking)
+
+static void top_rated_model_walk_cut(env *e) {
+    hr_ratings_set_seen_min(e->ratings, 10);
+    hr_ratings_set_walk_max(e->ratings, 1);
+    top_rated_model(e);
+}
+BOTH_BACKENDS(top_rated_model_walk_cut)
