@@ -732,27 +732,34 @@ static int walk_ranking(hr_ratings *r, hr_slice subject, hr_rank_kind kind, cons
         const hr_result *tested = rc == HR_OK && use_set ? hr_batch_result(sb, 0) : NULL;
         if (tested && tested->rc != HR_OK) rc = op_error(tested, err, "seen set");
         /* The candidates come in no particular order (rank_merge.h): keep
-         * those the goal wants, as copies (a kept one's stamp is found by
-         * its place among them; a point read's test gives the stamp). */
-        hr_zentry *kept = hr_arena_alloc(a, n_cand * sizeof *kept);
-        double *stamps = hr_arena_alloc(a, n_cand * sizeof *stamps);
+         * those the goal wants, in place in cand. Rated ones are kept as
+         * copies with their stamps (a point read's test gives it; the seen
+         * set's does not), a stamp found by its copy's place. */
+        const hr_zentry **order = cand;
+        hr_zentry *kept = goal.rated ? hr_arena_alloc(a, n_cand * sizeof *kept) : NULL;
+        double *stamps = goal.rated ? hr_arena_alloc(a, n_cand * sizeof *stamps) : NULL;
         size_t n_kept = 0;
         for (size_t i = 0; rc == HR_OK && i < n_cand; i++) {
             bool is_seen;
-            stamps[n_kept] = -1;
+            double st = -1;
             if (use_set) {
                 is_seen = tested->value.ptr[i] != 0;
             } else {
                 const hr_result *z = hr_batch_result(sb, i);
                 if (z->rc != HR_OK && z->rc != HR_ENOTFOUND) rc = op_error(z, err, "ratings");
                 is_seen = z->rc == HR_OK;
-                if (is_seen) stamps[n_kept] = z->score;
+                if (is_seen) st = z->score;
             }
-            if (is_seen == goal.rated && id_like(cand[i]->member)) kept[n_kept++] = *cand[i];
+            if (is_seen != goal.rated || !id_like(cand[i]->member)) continue;
+            if (kept) {
+                kept[n_kept] = *cand[i];
+                stamps[n_kept] = st;
+                order[n_kept] = &kept[n_kept];
+            } else {
+                order[n_kept] = cand[i]; /* n_kept <= i: in place */
+            }
+            n_kept++;
         }
-        const hr_zentry **order = hr_arena_alloc(a, (n_kept ? n_kept : 1) * sizeof *order);
-        for (size_t i = 0; i < n_kept; i++)
-            order[i] = &kept[i];
         /* Put in order the first of them that the page still has room for
          * and take them. When a rated story's stamp is still to be read (the
          * seen set only said it was rated), read those of the ones put in
