@@ -151,10 +151,12 @@ static int op_error(const hr_result *res, hr_err *err, const char *what) {
     return hr_err_set(err, res->rc, "%s: %s", what, hr_strerror(res->rc));
 }
 
+static bool is_id(hr_slice s) {
+    return s.len >= 1 && s.len <= ID_MAX && !memchr(s.ptr, '/', s.len);
+}
+
 static int check_ids(hr_slice a, hr_slice b, hr_err *err) {
-    if (a.len < 1 || a.len > ID_MAX || memchr(a.ptr, '/', a.len) || b.len < 1 || b.len > ID_MAX ||
-        memchr(b.ptr, '/', b.len))
-        return hr_err_set(err, HR_EINVAL, "subject and object must be identifiers");
+    if (!is_id(a) || !is_id(b)) return hr_err_set(err, HR_EINVAL, "subject and object must be identifiers");
     return HR_OK;
 }
 
@@ -841,8 +843,7 @@ static int walk_page(hr_ratings *r, const ranked *found, size_t n, const char *c
 int hr_ratings_top_rated(hr_ratings *r, hr_slice subject, const hr_list_req *req, hr_arena *a,
                          hr_story_page *out, hr_err *err) {
     memset(out, 0, sizeof *out);
-    if (subject.len < 1 || subject.len > ID_MAX || memchr(subject.ptr, '/', subject.len))
-        return hr_err_set(err, HR_EINVAL, "subject must be an identifier");
+    if (!is_id(subject)) return hr_err_set(err, HR_EINVAL, "subject must be an identifier");
     /* The cursor and limit are checked as a list's; since is a stamp. */
     hr_zrange_spec cur;
     int rc = stamp_spec(req, HR_STORY_ID_LEN, a, &cur, err);
@@ -876,8 +877,7 @@ int hr_ratings_top_rated(hr_ratings *r, hr_slice subject, const hr_list_req *req
 int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const hr_list_req *req, hr_arena *a,
                       hr_story_page *out, hr_err *err) {
     memset(out, 0, sizeof *out);
-    if (subject.len < 1 || subject.len > ID_MAX || memchr(subject.ptr, '/', subject.len))
-        return hr_err_set(err, HR_EINVAL, "subject must be an identifier");
+    if (!is_id(subject)) return hr_err_set(err, HR_EINVAL, "subject must be an identifier");
     hr_zrange_spec spec;
     int rc = hr_list_spec(req, HR_STORY_ID_LEN, a, &spec, err);
     if (rc != HR_OK) return rc;
