@@ -832,10 +832,16 @@ static int walk_ranking(hr_ratings *r, hr_slice subject, hr_rank_kind kind, cons
 
 /* ---- Story lists for a member: top-rated and unseen ------------------------- */
 
-/* The page of found (n of them) into out, with cursor. */
-static int walk_page(hr_ratings *r, const ranked *found, size_t n, const char *cursor, hr_arena *a,
-                     hr_story_page *out, hr_err *err) {
-    int rc = fill_page(r, found, n, a, out, err);
+/* A walk's page into out (see walk_ranking), unless the walk was cut short
+ * (*cut) and the caller has another way (!page_if_cut). */
+static int walk_page(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const hr_zrange_spec *spec, size_t limit,
+                     walk_goal goal, bool page_if_cut, hr_arena *a, hr_story_page *out, bool *cut, hr_err *err) {
+    ranked *found = hr_arena_alloc(a, limit * sizeof *found);
+    size_t n_found;
+    const char *cursor;
+    int rc = walk_ranking(r, subject, kind, spec, limit, goal, a, found, &n_found, &cursor, cut, err);
+    if (rc != HR_OK || (*cut && !page_if_cut)) return rc;
+    rc = fill_page(r, found, n_found, a, out, err);
     out->next_cursor = cursor;
     return rc;
 }
@@ -861,15 +867,12 @@ int hr_ratings_top_rated(hr_ratings *r, hr_slice subject, const hr_list_req *req
     if (walk) {
         hr_zrange_spec spec = cur;
         spec.min = -INFINITY; /* since bounds the ratings' times, not the ranking's scores */
-        ranked *found = hr_arena_alloc(a, req->limit * sizeof *found);
-        size_t n_found;
-        const char *cursor;
         bool cut;
-        rc = walk_ranking(r, subject, HR_RANK_TOP, &spec, req->limit, (walk_goal){true, cur.min}, a, found,
-                          &n_found, &cursor, &cut, err);
+        rc = walk_page(r, subject, HR_RANK_TOP, &spec, req->limit, (walk_goal){true, cur.min}, false, a, out, &cut,
+                       err);
         /* Past the walk's bound without a page (ratings mostly of stories
          * far down the ranking, or before since): rank the ratings. */
-        if (rc == HR_OK && !cut) return walk_page(r, found, n_found, cursor, a, out, err);
+        if (rc != HR_OK || !cut) return rc;
     }
     return rc == HR_OK ? rank_ratings(r, subject, &cur, req->limit, a, out, err) : rc;
 }
@@ -882,11 +885,6 @@ int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const 
     int rc = hr_list_spec(req, HR_STORY_ID_LEN, a, &spec, err);
     if (rc != HR_OK) return rc;
     spec.min = -INFINITY; /* since does not apply: every story is a candidate */
-    ranked *found = hr_arena_alloc(a, req->limit * sizeof *found);
-    size_t n_found;
-    const char *cursor;
     bool cut; /* answered short: the cursor goes on */
-    rc = walk_ranking(r, subject, kind, &spec, req->limit, (walk_goal){false, -INFINITY}, a, found, &n_found,
-                      &cursor, &cut, err);
-    return rc == HR_OK ? walk_page(r, found, n_found, cursor, a, out, err) : rc;
+    return walk_page(r, subject, kind, &spec, req->limit, (walk_goal){false, -INFINITY}, true, a, out, &cut, err);
 }

@@ -734,9 +734,9 @@ static void top_rated_model(env *e) {
 BOTH_BACKENDS(top_rated_model)
 
 /* The model through the walk (m has a seen set, filled by the first call),
- * and through walks cut short after their first window (16 shards of 4
- * entries: less than the 80 stories), which then rank m's ratings instead
- * unless that window filled the page. */
+ * and through walks cut short after their first window (4 entries of each
+ * of the 8 shards: 32 of the 80 stories), which then rank m's ratings
+ * instead unless that window filled the page. */
 static void top_rated_model_walking(env *e) {
     hr_ratings_set_seen_min(e->ratings, 10);
     top_rated_model(e);
