@@ -420,11 +420,13 @@ static int64_t timed_time(rng *r, size_t story, const worker *w) {
     return END_MS + (int64_t)((now_s() - (w->until - opt.duration)) * 1000.0);
 }
 
-/* The same model until w->until (the steady-state phase). */
+/* The same model until w->until (the steady-state phase). The live run
+ * draws its own subjects and stories, not a replay of the back-dated run's
+ * (which would make every one of them a re-rating). */
 static void *put_timed(void *arg) {
     worker *w = arg;
     rng r;
-    rng_seed(&r, opt.seed * 104729 + 17 + (uint64_t)w->id);
+    rng_seed(&r, opt.seed * 104729 + 17 + (uint64_t)w->id + (w->live ? 7919 * 64 : 0));
     hr_arena a = HR_ARENA_INIT;
     char subject[32];
     for (size_t i = 0; !atomic_load(&failed); i++) {
