@@ -640,7 +640,9 @@ static int read_stamps(hr_ratings *r, hr_slice rated, const hr_zentry *const *e,
  * `limit` stories that meet the goal are found, into found (room for limit;
  * in the ranking's order; *n_found of them). *cursor is set when anything
  * ranks after the last one found, or, when walk_max (HR_UNSEEN_SCAN) entries
- * were read first, where the walk stopped: *cut is set then. */
+ * were read first, where the walk stopped: *cut is set then, and also when a
+ * walk for rated stories finds the subject has no seen set (after its first
+ * batch, with nothing found). */
 static int walk_ranking(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const hr_zrange_spec *spec,
                         size_t limit, walk_goal goal, hr_arena *a, ranked *found, size_t *n_found,
                         const char **cursor, bool *cut, hr_err *err) {
@@ -698,8 +700,11 @@ static int walk_ranking(hr_ratings *r, hr_slice subject, hr_rank_kind kind, cons
              * mean equal sets; fewer: the ratings from before the subject
              * reached seen_min (or an upsert that raced with that moment). */
             if (use_set && n_set < n_rated) rc = seen_rebuild(r, subject, a, err);
+            /* Rated stories are walked for with a seen set only: a subject
+             * without one has few ratings, which the caller ranks instead. */
+            if (goal.rated && !use_set) *cut = true;
         }
-        if (rc != HR_OK) break;
+        if (rc != HR_OK || *cut) break;
         if (n_cand + n_got > cap_cand) {
             cap_cand = 2 * (n_cand + n_got);
             cand = hr_xrealloc(cand, cap_cand * sizeof *cand);
@@ -735,27 +740,23 @@ static int walk_ranking(hr_ratings *r, hr_slice subject, hr_rank_kind kind, cons
         if (tested && tested->rc != HR_OK) rc = op_error(tested, err, "seen set");
         /* The candidates come in no particular order (rank_merge.h): keep
          * those the goal wants, in place in cand. Rated ones are kept as
-         * copies with their stamps (a point read's test gives it; the seen
-         * set's does not), a stamp found by its copy's place. */
+         * copies, so that a stamp read later is found by its copy's place. */
         const hr_zentry **order = cand;
         hr_zentry *kept = goal.rated ? hr_arena_alloc(a, n_cand * sizeof *kept) : NULL;
         double *stamps = goal.rated ? hr_arena_alloc(a, n_cand * sizeof *stamps) : NULL;
         size_t n_kept = 0;
         for (size_t i = 0; rc == HR_OK && i < n_cand; i++) {
             bool is_seen;
-            double st = -1;
             if (use_set) {
                 is_seen = tested->value.ptr[i] != 0;
             } else {
                 const hr_result *z = hr_batch_result(sb, i);
                 if (z->rc != HR_OK && z->rc != HR_ENOTFOUND) rc = op_error(z, err, "ratings");
                 is_seen = z->rc == HR_OK;
-                if (is_seen) st = z->score;
             }
             if (is_seen != goal.rated || !id_like(cand[i]->member)) continue;
             if (kept) {
                 kept[n_kept] = *cand[i];
-                stamps[n_kept] = st;
                 order[n_kept] = &kept[n_kept];
             } else {
                 order[n_kept] = cand[i]; /* n_kept <= i: in place */
@@ -763,22 +764,22 @@ static int walk_ranking(hr_ratings *r, hr_slice subject, hr_rank_kind kind, cons
             n_kept++;
         }
         /* Put in order the first of them that the page still has room for
-         * and take them. When a rated story's stamp is still to be read (the
-         * seen set only said it was rated), read those of the ones put in
-         * order, take the ones since the goal's stamp, and go on with the
-         * rest while the page has room: a subject who rated most of the top
-         * reads a page's worth of ratings, not a window's. */
-        bool full = false, read = goal.rated && use_set;
+         * and take them. Rated stories (the seen set only said they were
+         * rated): read the stamps of the ones put in order, take the ones
+         * since the goal's stamp, and go on with the rest while the page
+         * has room: a subject who rated most of the top reads a page's
+         * worth of ratings, not a window's. */
+        bool full = false;
         size_t done = 0; /* order[0..done) taken or dropped */
         size_t read_chunk = 2 * (limit - *n_found) + 8; /* a few more: since may drop some */
         while (rc == HR_OK && done < n_kept && !full) {
-            size_t chunk = read ? read_chunk : limit - *n_found;
+            size_t chunk = goal.rated ? read_chunk : limit - *n_found;
             if (chunk > n_kept - done) chunk = n_kept - done;
             /* Since dropped many: bigger batches, up to where putting them in
              * order (an insertion each, hr_rank_first) would cost more. */
             if (read_chunk < READ_CHUNK_MAX) read_chunk *= 4;
             hr_rank_first(order + done, n_kept - done, chunk);
-            if (read) rc = read_stamps(r, hr_buf_slice(&rated), order + done, chunk, kept, stamps, err);
+            if (goal.rated) rc = read_stamps(r, hr_buf_slice(&rated), order + done, chunk, kept, stamps, err);
             for (size_t i = done; rc == HR_OK && i < done + chunk && !full; i++) {
                 const hr_zentry *e = order[i];
                 ranked *f = &found[*n_found];
@@ -854,27 +855,18 @@ int hr_ratings_top_rated(hr_ratings *r, hr_slice subject, const hr_list_req *req
     hr_zrange_spec cur;
     int rc = stamp_spec(req, HR_STORY_ID_LEN, a, &cur, err);
     if (rc != HR_OK) return rc;
-    /* A subject with a seen set: walk the ranking, keeping what it rated.
-     * One that has rated most of the top (the seed's heavy reader) finds a
-     * page in the first window. */
-    hr_buf k = HR_BUF_INIT;
-    hr_batch *b = hr_batch_new();
-    size_t card_op = hr_zcard(b, subject_key(&k, r, subject));
-    rc = hr_store_exec(r->store, b, 0, err);
-    bool walk = rc == HR_OK && (size_t)hr_batch_result(b, card_op)->num >= r->seen_min;
-    hr_batch_free(b);
-    hr_buf_free(&k);
-    if (walk) {
-        hr_zrange_spec spec = cur;
-        spec.min = -INFINITY; /* since bounds the ratings' times, not the ranking's scores */
-        bool cut;
-        rc = walk_page(r, subject, HR_RANK_TOP, &spec, req->limit, (walk_goal){true, cur.min}, false, a, out, &cut,
-                       err);
-        /* Past the walk's bound without a page (ratings mostly of stories
-         * far down the ranking, or before since): rank the ratings. */
-        if (rc != HR_OK || !cut) return rc;
-    }
-    return rc == HR_OK ? rank_ratings(r, subject, &cur, req->limit, a, out, err) : rc;
+    /* Walk the ranking, keeping what the subject rated. One that has rated
+     * most of the top (the seed's heavy reader) finds a page in the first
+     * window. */
+    hr_zrange_spec spec = cur;
+    spec.min = -INFINITY; /* since bounds the ratings' times, not the ranking's scores */
+    bool cut;
+    rc = walk_page(r, subject, HR_RANK_TOP, &spec, req->limit, (walk_goal){true, cur.min}, false, a, out, &cut, err);
+    /* No seen set (a few ratings), or past the walk's bound without a page
+     * (ratings mostly of stories far down the ranking, or before since):
+     * rank the ratings. */
+    if (rc != HR_OK || !cut) return rc;
+    return rank_ratings(r, subject, &cur, req->limit, a, out, err);
 }
 
 int hr_ratings_unseen(hr_ratings *r, hr_slice subject, hr_rank_kind kind, const hr_list_req *req, hr_arena *a,

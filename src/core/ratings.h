@@ -104,21 +104,23 @@
  *   by_subject   1: a range read
  *   by_object    1 (the range read and the story's existence together)
  *   all          1 (a range read of each shard)
- *   top_rated    a subject with fewer than HR_SEEN_SET_MIN ratings: 4
- *                (its count; its ratings since a date, the most recent
- *                HR_TOP_RATED_SCAN of them; one batch of their stories'
- *                sums, sorted in memory; the page's stories). From
- *                HR_SEEN_SET_MIN on: the count, then unseen's walk down the
- *                top ranking (below) keeping the stories the seen set HAS,
- *                then one batch of point reads of the subject's ratings of
- *                the first twice-a-page of them in order (their times:
- *                since; more batches, four times bigger each, while since
- *                drops too many), then the page's stories. A member who
- *                rated most of the top: 5 batches, ~70 point reads (0.31 ms
- *                p50 at scale 0.1 against 16.4 ms for ranking its 10,000
- *                ratings, BENCHMARKS.md). A walk that reads HR_UNSEEN_SCAN
- *                entries without a page (ratings mostly of stories far
- *                down, or before since) ranks the ratings instead.
+ *   top_rated    unseen's walk down the top ranking (below), keeping the
+ *                stories the seen set HAS: its first batch reads a window
+ *                and the subject's count. A subject with fewer than
+ *                HR_SEEN_SET_MIN ratings (no seen set) stops there and has
+ *                its ratings ranked: 3 more (its ratings since a date, the
+ *                most recent HR_TOP_RATED_SCAN of them; one batch of their
+ *                stories' sums, sorted in memory; the page's stories). One
+ *                with a seen set goes on: its set test, then one batch of
+ *                point reads of its ratings of the first twice-a-page of the
+ *                kept stories in order (their times: since; more batches,
+ *                four times bigger each, while since drops too many), then
+ *                the page's stories. A member who rated most of the top: 4
+ *                batches, ~70 point reads (~0.3 ms p50 at scale 0.1 against
+ *                14-17 ms for ranking its 10,000 ratings, BENCHMARKS.md). A
+ *                walk that reads HR_UNSEEN_SCAN entries without a page
+ *                (ratings mostly of stories far down, or before since)
+ *                ranks the ratings instead.
  *   unseen       2 per window + 1: a window of the ranking (descending
  *                from the cursor: one range read of each of its
  *                HR_RANK_SHARDS shards, merged by core/rank_merge), one
