@@ -33,6 +33,8 @@ typedef struct hr_store_backend {
     /* Take (+1) or drop (-1) a reference to an origin its results gave
      * (hr_result.origin); NULL: it gives none. */
     void (*origin_ref)(hr_origin *o, int delta);
+    /* Other processes may write the same data (see hr_store_shared). */
+    bool shared;
 } hr_store_backend;
 
 struct hr_store {

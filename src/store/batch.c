@@ -74,6 +74,18 @@ size_t hr_put(hr_batch *b, hr_slice key, hr_slice value, int64_t expire_at_ms) {
     return last(b);
 }
 
+size_t hr_put_if_missing(hr_batch *b, hr_slice key, hr_slice value, int64_t expire_at_ms) {
+    size_t i = hr_put(b, key, value, expire_at_ms);
+    b->ops[i].type = HR_OP_PUT_IF_MISSING;
+    return i;
+}
+
+size_t hr_del_if_equal(hr_batch *b, hr_slice key, hr_slice value) {
+    hr_op *op = push(b, HR_OP_DEL_IF_EQUAL, key);
+    op->value = hr_arena_copy(&b->arena, value);
+    return last(b);
+}
+
 size_t hr_del(hr_batch *b, hr_slice key) {
     push(b, HR_OP_DEL, key);
     return last(b);

@@ -316,6 +316,22 @@ static size_t build_cmd(hr_arena *a, const hr_op *op, int64_t now_ms, rc_cmd *cm
             arg_i64(&x, past_is_one(op->expire_at_ms));
         }
         break;
+    case HR_OP_PUT_IF_MISSING:
+        arg_str(&x, "SET");
+        arg_slice(&x, op->key);
+        arg_slice(&x, op->value);
+        arg_str(&x, "NX");
+        if (op->expire_at_ms != 0) {
+            arg_str(&x, "PXAT");
+            arg_i64(&x, past_is_one(op->expire_at_ms));
+        }
+        break;
+    case HR_OP_DEL_IF_EQUAL:
+        /* KEYS: K. ARGV: the value. */
+        arg_script(&x, cmd, RS_DEL_IF_EQUAL, 1);
+        arg_slice(&x, op->key);
+        arg_slice(&x, op->value);
+        break;
     case HR_OP_DEL:
         arg_script(&x, cmd, RS_DEL, 2);
         arg_distinct_keys(&x, op->key, cmd->slot);
@@ -583,6 +599,10 @@ static void decode(hr_batch *b, hr_op *op, size_t i, const rc_cmd *cmd, size_t n
             res->rc = HR_ENOTFOUND;
         break;
     case HR_OP_PUT: ok = r->type == REDIS_REPLY_STATUS; break;
+    case HR_OP_PUT_IF_MISSING: /* OK, or nil when the key exists */
+        ok = r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_NIL;
+        res->num = r->type == REDIS_REPLY_STATUS;
+        break;
     case HR_OP_COUNTER_GET:
         res->num = 0;
         ok = r->type == REDIS_REPLY_NIL || reply_i64(r, &res->num);
@@ -600,7 +620,7 @@ static void decode(hr_batch *b, hr_op *op, size_t i, const rc_cmd *cmd, size_t n
     case HR_OP_TLADD: ok = r->type == REDIS_REPLY_INTEGER; break; /* num stays 0 (store.h) */
     case HR_OP_PSET_TEST: ok = decode_test(b, res, op, r, now_ms); break;
     default: /* DEL EXPIRE INCR ZADD ZREM ZCARD ZREMRANGE_SCORE ZTRIM DADD DCOUNT PSET_ADD PSET_REM
-              * PSET_CARD TLREM TLTRIM */
+              * PSET_CARD TLREM TLTRIM DEL_IF_EQUAL */
         ok = r->type == REDIS_REPLY_INTEGER;
         res->num = r->integer;
         break;
@@ -655,4 +675,4 @@ static int exec_(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
     return rc;
 }
 
-const hr_store_backend hr_redis_backend = {"redis", "redis://", open_, close_, ping_, NULL, exec_, false, NULL};
+const hr_store_backend hr_redis_backend = {"redis", "redis://", open_, close_, ping_, NULL, exec_, false, NULL, true};

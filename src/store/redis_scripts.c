@@ -382,6 +382,12 @@ static const char pset_rem_lua[] = KEYS_PRELUDE PSET_PRELUDE
     "settle(p)\n"
     "return n\n";
 
+static const char del_if_equal_lua[] =
+    "-- hr_del_if_equal. KEYS: K. ARGV: the value. Returns 1 if K held it and\n"
+    "-- is deleted. GET of another type fails with WRONGTYPE, as the op should.\n"
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end\n"
+    "return 0\n";
+
 static const char tltrim_lua[] =
     "-- hr_tltrim. KEYS[1]: the time list's sorted set. ARGV: the last rank to\n"
     "-- remove (-(keep + 1): all but the keep highest), older_than_ms or ''.\n"
@@ -441,6 +447,7 @@ static rs_script scripts[RS_COUNT_] = {
     [RS_EXPIRE] = {"expire", expire_lua, ""},       [RS_PSET_ADD] = {"pset_add", pset_add_lua, ""},
     [RS_PSET_REM] = {"pset_rem", pset_rem_lua, ""},
     [RS_TLTRIM] = {"tltrim", tltrim_lua, ""},       [RS_QCLAIM] = {"qclaim", qclaim_lua, ""},
+    [RS_DEL_IF_EQUAL] = {"del_if_equal", del_if_equal_lua, ""},
 };
 static const char *bodies[RS_COUNT_];
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;

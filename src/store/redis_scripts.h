@@ -6,11 +6,11 @@
  * from an exact set to HyperLogLog buckets), hr_pset_add and hr_pset_rem (a
  * packed set is a marker key plus a zset of members, pruned of expired
  * members and given a key expiry at each write), hr_del and hr_expire
- * (which must reach the sub-keys of both), hr_tltrim (two removals as one)
- * and hr_qclaim (re-delivery of expired leases, then new jobs, with their
- * delivery counts). hr_tlrange reuses the zrange script. redis.c documents each
- * script's KEYS and ARGV where it builds the call; the scripts themselves
- * are in redis_scripts.c.
+ * (which must reach the sub-keys of both), hr_tltrim (two removals as one),
+ * hr_qclaim (re-delivery of expired leases, then new jobs, with their
+ * delivery counts) and hr_del_if_equal (compare, then delete). hr_tlrange
+ * reuses the zrange script. redis.c documents each script's KEYS and ARGV
+ * where it builds the call; the scripts themselves are in redis_scripts.c.
  *
  * They run with EVALSHA; redis_cluster loads them on every new connection
  * and falls back to EVAL if a node lost them. */
@@ -29,6 +29,7 @@ typedef enum {
     RS_PSET_REM,
     RS_TLTRIM,
     RS_QCLAIM,
+    RS_DEL_IF_EQUAL,
     RS_COUNT_
 } rs_id;
 

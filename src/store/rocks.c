@@ -554,6 +554,8 @@ static const op_fn op_table[HR_OP_COUNT_] = {
     [HR_OP_QCLAIM] = op_qclaim,
     [HR_OP_QACK] = op_qack,
     [HR_OP_QINFO] = op_qinfo,
+    [HR_OP_PUT_IF_MISSING] = op_put_if_missing,
+    [HR_OP_DEL_IF_EQUAL] = op_del_if_equal,
 };
 /* clang-format on */
 
@@ -827,4 +829,4 @@ static void origin_ref(hr_origin *o, int delta) {
 }
 
 const hr_store_backend hr_rocks_backend = {"rocksdb", "rocksdb:", open_,  close_, ping_,
-                                           settle_,   exec_,      true,   origin_ref};
+                                           settle_,   exec_,      true,   origin_ref, false};

@@ -53,6 +53,28 @@ int op_del(rx *x, hr_op *op) {
     return 0;
 }
 
+int op_put_if_missing(rx *x, hr_op *op) {
+    rmeta m;
+    int rc = rx_meta(x, op->key, &m);
+    if (rc) return rc;
+    op->result.num = !meta_alive(&m, x->now);
+    return op->result.num ? op_put(x, op) : 0;
+}
+
+int op_del_if_equal(rx *x, hr_op *op) {
+    rmeta m;
+    int rc = rx_meta(x, op->key, &m);
+    if (rc) return rc;
+    if (!meta_alive(&m, x->now)) return 0;
+    if (m.type != T_STRING) {
+        op->result.rc = HR_EWRONGTYPE;
+        return 0;
+    }
+    op->result.num = hr_slice_eq(m.value, op->value);
+    if (op->result.num) rx_del(x, CF_META, op->key);
+    return 0;
+}
+
 int op_expire(rx *x, hr_op *op) {
     rmeta m;
     int rc = rx_meta(x, op->key, &m);

@@ -42,6 +42,8 @@ void hr_origin_release(hr_store *s, hr_origin *o) {
 
 bool hr_store_batches_atomic(const hr_store *s) { return s->backend->batches_atomic; }
 
+bool hr_store_shared(const hr_store *s) { return s->backend->shared; }
+
 int hr_store_ping(hr_store *s, hr_err *err) { return s->backend->ping(s, err); }
 
 double hr_store_settle(hr_store *s, double max_s, bool *settled) {
@@ -66,7 +68,9 @@ static bool tl_member_ok(hr_slice m) {
 static int validate(const hr_op *op) {
     if (op->key.len == 0 || op->key.len > HR_KEY_MAX) return HR_EINVAL;
     switch (op->type) {
-    case HR_OP_PUT: return op->value.len > HR_VALUE_MAX ? HR_ETOOBIG : HR_OK;
+    case HR_OP_PUT:
+    case HR_OP_PUT_IF_MISSING:
+    case HR_OP_DEL_IF_EQUAL: return op->value.len > HR_VALUE_MAX ? HR_ETOOBIG : HR_OK;
     case HR_OP_ZADD:
     case HR_OP_ZINCR: return isfinite(op->score) ? HR_OK : HR_EINVAL;
     case HR_OP_ZREMRANGE_SCORE: return isnan(op->min) || isnan(op->max) ? HR_EINVAL : HR_OK;
@@ -137,7 +141,7 @@ bool hr_op_is_write(hr_op_type t) {
     case HR_OP_PUT: case HR_OP_DEL: case HR_OP_EXPIRE: case HR_OP_INCR: case HR_OP_ZADD: case HR_OP_ZINCR:
     case HR_OP_ZREM: case HR_OP_ZREMRANGE_SCORE: case HR_OP_ZTRIM: case HR_OP_DADD:
     case HR_OP_PSET_ADD: case HR_OP_PSET_REM: case HR_OP_TLADD: case HR_OP_TLREM: case HR_OP_TLTRIM:
-    case HR_OP_QPUSH: case HR_OP_QCLAIM: case HR_OP_QACK:
+    case HR_OP_QPUSH: case HR_OP_QCLAIM: case HR_OP_QACK: case HR_OP_PUT_IF_MISSING: case HR_OP_DEL_IF_EQUAL:
         return true;
     default:
         return false;

@@ -152,6 +152,13 @@ const char *hr_store_kind(const hr_store *s);
  * other. Writers are unaffected: they write under the collections' locks. */
 bool hr_store_batches_atomic(const hr_store *s);
 
+/* True when other processes may write the same data at the same time:
+ * several herald servers on one Redis Cluster. False on RocksDB, which one
+ * process owns (a second server on the directory is refused). A caller that
+ * serialises a read-modify-write with an in-process mutex must, on a shared
+ * store, also hold a lease in the store (core/lease.h). */
+bool hr_store_shared(const hr_store *s);
+
 /* 0 when the store answers (RocksDB: always once open; Redis: every master
  * answers PING), else HR_EUNAVAIL with err filled. */
 int hr_store_ping(hr_store *s, hr_err *err);
@@ -192,7 +199,8 @@ typedef enum {
     X(DCOUNT, "dcount") X(PSET_ADD, "pset_add") X(PSET_REM, "pset_rem")             \
     X(PSET_TEST, "pset_test") X(PSET_CARD, "pset_card")                             \
     X(TLADD, "tladd") X(TLREM, "tlrem") X(TLRANGE, "tlrange") X(TLTRIM, "tltrim")   \
-    X(QPUSH, "qpush") X(QCLAIM, "qclaim") X(QACK, "qack") X(QINFO, "qinfo")
+    X(QPUSH, "qpush") X(QCLAIM, "qclaim") X(QACK, "qack") X(QINFO, "qinfo")        \
+    X(PUT_IF_MISSING, "put_if_missing") X(DEL_IF_EQUAL, "del_if_equal")
 #define HR_OP_ENUM_(name, label) HR_OP_##name,
     HR_OP_TYPES(HR_OP_ENUM_)
 #undef HR_OP_ENUM_
@@ -286,6 +294,15 @@ size_t hr_put(hr_batch *b, hr_slice key, hr_slice value, int64_t expire_at_ms);
 size_t hr_del(hr_batch *b, hr_slice key);
 /* Set (or with 0, remove) the expiry of an existing key of any type. */
 size_t hr_expire(hr_batch *b, hr_slice key, int64_t expire_at_ms);
+/* hr_put only when the key is missing (or expired); num 1 if it wrote.
+ * Atomic against every other writer of the key, in any process (Redis:
+ * SET NX). With hr_del_if_equal, a lock that several herald processes
+ * sharing one store can take (core/lease.h). */
+size_t hr_put_if_missing(hr_batch *b, hr_slice key, hr_slice value, int64_t expire_at_ms);
+/* Delete the key only while it holds this value (a value written by hr_put
+ * or hr_put_if_missing); num 1 if it deleted. Atomic like hr_put_if_missing
+ * (Redis: a script). */
+size_t hr_del_if_equal(hr_batch *b, hr_slice key, hr_slice value);
 
 /* Counters -------------------------------------------------------------- */
 

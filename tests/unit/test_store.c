@@ -326,6 +326,96 @@ STORE_TEST(counter_concurrent_incr) {
     free(seen);
 }
 
+STORE_TEST(value_put_if_missing_del_if_equal) {
+    int64_t now = hr_now_ms();
+    hr_slice k = K("lock");
+    cr_assert_eq(ONE(s, hr_put_if_missing(B, k, M("a"), now + 60000))->num, 1, "a missing key is written");
+    cr_assert_eq(ONE(s, hr_put_if_missing(B, k, M("b"), now + 60000))->num, 0, "a live key is not");
+    assert_value(ONE(s, hr_get(B, k)), "a", 1);
+    cr_assert_eq(ONE(s, hr_del_if_equal(B, k, M("b")))->num, 0, "another value is not deleted");
+    assert_value(ONE(s, hr_get(B, k)), "a", 1);
+    cr_assert_eq(ONE(s, hr_del_if_equal(B, k, M("a")))->num, 1);
+    assert_rc(ONE(s, hr_get(B, k)), HR_ENOTFOUND);
+    cr_assert_eq(ONE(s, hr_del_if_equal(B, k, M("a")))->num, 0, "nothing left to delete");
+    /* an expired key is a missing one */
+    ONE(s, hr_put(B, k, M("old"), now + 60000));
+    cr_assert_eq(ONE(s, hr_expire(B, k, now - 1))->num, 1);
+    cr_assert_eq(ONE(s, hr_put_if_missing(B, k, M("new"), 0))->num, 1);
+    assert_value(ONE(s, hr_get(B, k)), "new", 3);
+    /* a key of another type exists */
+    hr_slice z = K("zset");
+    ONE(s, hr_zadd(B, z, 1, M("m")));
+    cr_assert_eq(ONE(s, hr_put_if_missing(B, z, M("x"), 0))->num, 0);
+    assert_rc(ONE(s, hr_del_if_equal(B, z, M("x"))), HR_EWRONGTYPE);
+    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, 1, "the set is untouched");
+}
+
+/* Threads take a lock made of the two ops, and while they hold it, add 1 to
+ * a number by reading it and writing it back: no update is lost only if
+ * one thread at a time holds the lock (without it, this test loses some). */
+typedef struct locker {
+    hr_store *s;
+    hr_slice lock, number;
+    int id, n, failures;
+} locker;
+
+static void *lock_worker(void *arg) {
+    locker *w = arg;
+    hr_batch *b = hr_batch_new();
+    char me[16];
+    snprintf(me, sizeof me, "holder-%d", w->id);
+    for (int done = 0; done < w->n;) {
+        hr_batch_reset(b);
+        hr_put_if_missing(b, w->lock, hr_slice_str(me), hr_now_ms() + 30000);
+        if (hr_store_exec(w->s, b, 0, NULL) != HR_OK) {
+            w->failures++;
+            break;
+        }
+        if (hr_batch_result(b, 0)->num != 1) {
+            usleep(50);
+            continue;
+        }
+        hr_batch_reset(b);
+        hr_get(b, w->number);
+        bool ok = hr_store_exec(w->s, b, 0, NULL) == HR_OK;
+        const hr_result *r = hr_batch_result(b, 0);
+        char next[24] = "0";
+        if (ok && r->rc == HR_OK && r->value.len < sizeof next) {
+            memcpy(next, r->value.ptr, r->value.len);
+            next[r->value.len] = '\0';
+        }
+        long v = strtol(next, NULL, 10);
+        snprintf(next, sizeof next, "%ld", v + 1);
+        hr_batch_reset(b);
+        hr_put(b, w->number, hr_slice_str(next), 0);
+        ok = ok && hr_store_exec(w->s, b, 0, NULL) == HR_OK;
+        hr_batch_reset(b);
+        hr_del_if_equal(b, w->lock, hr_slice_str(me));
+        ok = ok && hr_store_exec(w->s, b, 0, NULL) == HR_OK && hr_batch_result(b, 0)->num == 1;
+        if (!ok) w->failures++;
+        done++;
+    }
+    hr_batch_free(b);
+    return NULL;
+}
+
+STORE_TEST(value_lock_of_two_ops_excludes) {
+    enum { PER = 40 };
+    locker w[THREADS];
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (locker){.s = s, .lock = K("mutex"), .number = K("number"), .id = i, .n = PER};
+        pthread_create(&t[i], NULL, lock_worker, &w[i]);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < THREADS; i++)
+        cr_assert_eq(w[i].failures, 0, "thread %d: %d failures", i, w[i].failures);
+    const char *want = Mf("%ld", THREADS * PER).ptr;
+    assert_value(ONE(s, hr_get(B, K("number"))), want, strlen(want));
+    assert_rc(ONE(s, hr_get(B, K("mutex"))), HR_ENOTFOUND);
+}
+
 /* Sorted sets ------------------------------------------------------------------------ */
 
 STORE_TEST(zset_add_score_rem_card) {
