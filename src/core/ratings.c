@@ -12,6 +12,7 @@
 #include "common/alloc.h"
 #include "common/buf.h"
 #include "common/hex.h"
+#include "core/lease.h"
 #include "core/rank_merge.h"
 
 #define LOCK_STRIPES 256  /* a power of two */
@@ -106,6 +107,15 @@ static hr_slice seen_key(hr_buf *k, const hr_ratings *r, hr_slice s) {
     return hr_buf_slice(k);
 }
 
+/* The lease of the rating (s, o) on a shared store (core/lease.h), in the
+ * subject's hash slot: taken in the same batch as the rating's read. */
+static hr_slice lease_key(hr_buf *k, const hr_ratings *r, hr_slice s, hr_slice o) {
+    key(k, r, "rs/", s, none);
+    hr_buf_append_str(k, "lease/");
+    hr_buf_append_slice(k, o);
+    return hr_buf_slice(k);
+}
+
 /* A story id (16 hex digits) as the 64-bit member of a seen set. False for
  * anything else (a ranking holds only story ids). Runs once per candidate
  * of an unseen window. */
@@ -179,19 +189,36 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
     if (time_ms < 0 || time_ms > HR_TIME_MAX_MS)
         return hr_err_set(err, HR_EINVAL, "time must be 0..%lld ms since the epoch", HR_TIME_MAX_MS);
 
-    hr_buf k = HR_BUF_INIT, m = HR_BUF_INIT;
+    hr_buf k = HR_BUF_INIT, m = HR_BUF_INIT, lk = HR_BUF_INIT;
     hr_batch *b = hr_batch_new();
     hr_story story;
+    /* The mutex orders this process's upserts of (subject, object); other
+     * servers on a shared store are kept out by the lease (see ratings.h). */
+    bool shared = hr_store_shared(r->store);
+    hr_lease lease;
+    if (shared) {
+        hr_lease_init(&lease, HR_LEASE_WAIT_MS);
+        lease_key(&lk, r, subject, object);
+    }
     pthread_mutex_t *lock = lock_of(r, subject, object);
     pthread_mutex_lock(lock);
 
     /* Round trip 1: the stored rating (in the subject's index) and how many
      * the subject has, and the story (it must exist; its time is the hot
-     * score's). */
-    size_t old_op = hr_zscore(b, subject_key(&k, r, subject), object);
-    size_t card_op = hr_zcard(b, subject_key(&k, r, subject));
-    size_t st_op = hr_stories_fill_ops(r->stories, b, object);
-    rc = hr_store_exec(r->store, b, 0, err);
+     * score's). On a shared store the lease is taken first, in the same
+     * slot, so the rating read is the one the last holder left; the batch
+     * runs again while another server holds it. */
+    size_t old_op = 0, card_op = 0, st_op = 0, lease_op = 0;
+    for (bool again = true; again;) {
+        again = false;
+        hr_batch_reset(b);
+        if (shared) lease_op = hr_lease_take_op(&lease, b, hr_buf_slice(&lk));
+        old_op = hr_zscore(b, subject_key(&k, r, subject), object);
+        card_op = hr_zcard(b, subject_key(&k, r, subject));
+        st_op = hr_stories_fill_ops(r->stories, b, object);
+        rc = hr_store_exec(r->store, b, 0, err);
+        if (rc == HR_OK && shared) rc = hr_lease_taken(&lease, b, lease_op, "this rating", &again, err);
+    }
     if (rc == HR_OK) rc = hr_stories_fill_result(b, st_op, object, a, &story, err);
     if (rc == HR_ENOTFOUND)
         rc = hr_err_set(err, HR_ENOTFOUND, "no story '%.*s'", (int)object.len, object.ptr);
@@ -243,6 +270,9 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
         if (rc == HR_OK && delta) sum = (int64_t)llround(hr_batch_result(b, vote.op)->score);
         settled = !delta || hr_stories_vote_settled(&vote, sum);
     }
+    /* Every write of round trip 2 has been answered: the next holder reads
+     * them all. */
+    if (shared) hr_lease_drop(&lease, r->store, hr_buf_slice(&lk));
     pthread_mutex_unlock(lock);
 
     /* Round trip 3, unless the vote's batch settled it: the hot ranking
@@ -264,6 +294,7 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
     hr_batch_free(b);
     hr_buf_free(&k);
     hr_buf_free(&m);
+    hr_buf_free(&lk);
     return rc;
 }
 

@@ -70,19 +70,23 @@
  * computes its delta (new - old score) from the stored rating, so two
  * upserts of the SAME (subject, object) must not interleave: a striped
  * mutex per (subject, object) is held from that read to the write. That is
- * exact on RocksDB (one process). On Redis Cluster with several herald
- * processes, two upserts of the same subject and object at the same instant
- * on two servers (a double click landing on two servers) can both compute
- * the delta from the same old rating, leaving the sum off by that delta,
- * and the "latest by time" check can let the older one land last. That is
- * the one race left; a Lua compare-and-set on {rs/S} (write the stamp if
- * newer, answer the old one, in one script) would close it, and belongs in
- * store.h when it is needed. Crash consistency: on RocksDB the indexes and
- * the sum are one WriteBatch; on Redis Cluster they are in different slots
- * (one pipeline), so a crash in between can leave an index entry without
- * the sum's change. The hot score is written with the sum on RocksDB
- * (same WriteBatch), after it on Redis: a crash in between leaves it stale
- * until the story's next vote.
+ * exact on RocksDB (one process). On Redis Cluster several herald servers
+ * may share the store (hr_store_shared), and each has its own mutexes: an
+ * upsert there also holds a lease on (subject, object) in the store
+ * (core/lease.h), taken in the batch of its first read, in the subject's
+ * hash slot ahead of that read, and given back once its writes are
+ * answered. Without it, two servers upserting one pair at the same instant
+ * (a double click landing on two servers) could both compute the delta
+ * from the same old rating, leaving the sum off by it, and index entries
+ * of a rating that lost (the two-server tests in test_ratings.c and
+ * test_ratings.py fail so). A server that finds the lease held waits up to
+ * HR_LEASE_WAIT_MS, then answers HR_ECONFLICT (409). Crash consistency: on
+ * RocksDB the indexes and the sum are one WriteBatch; on Redis Cluster
+ * they are in different slots (one pipeline), so a crash in between can
+ * leave an index entry without the sum's change (and the lease held for
+ * HR_LEASE_MS). The hot score is written with the sum on RocksDB (same
+ * WriteBatch), after it on Redis: a crash in between leaves it stale until
+ * the story's next vote.
  *
  * Cost in store round trips (one batch each):
  *   put          2 (read the rating and the story; write the indexes, the
@@ -99,7 +103,8 @@
  *                and hot member records) and 2 point reads of the member
  *                record, in 2 batches; was 11 writes, 4 member reads, 3
  *                batches with the lists as sorted sets and hot settled
- *                apart
+ *                apart. Redis Cluster: the lease's take rides in the first
+ *                batch, and giving it back is one more
  *   get          1
  *   by_subject   1: a range read
  *   by_object    1 (the range read and the story's existence together)

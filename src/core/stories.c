@@ -12,6 +12,7 @@
 
 #include "common/alloc.h"
 #include "common/log.h"
+#include "core/lease.h"
 #include "core/url.h"
 
 #define META_VERSION 1
@@ -148,6 +149,40 @@ static void lock2(hr_stories *s, hr_slice a, hr_slice b, size_t held[2]) {
 static void unlock2(hr_stories *s, const size_t held[2]) {
     if (held[1] != held[0]) pthread_mutex_unlock(&s->locks[held[1]]);
     pthread_mutex_unlock(&s->locks[held[0]]);
+}
+
+/* On a shared store (several servers: core/lease.h), the leases of the
+ * same ids as lock2's, taken after it, in byte order of the ids so that two
+ * servers never wait on each other in a cycle. The store's reads come after
+ * them: those keys are not in the leases' hash slots. */
+typedef struct id_leases {
+    hr_buf key[2];
+    hr_lease lease[2];
+    int n;
+} id_leases;
+
+static int lease2(hr_stories *s, hr_slice a, hr_slice b, id_leases *l, hr_err *err) {
+    l->n = 0;
+    if (!hr_store_shared(s->store)) return HR_OK;
+    int c = memcmp(a.ptr, b.ptr, HR_STORY_ID_LEN);
+    hr_slice ids[2] = {c <= 0 ? a : b, c <= 0 ? b : a};
+    int rc = HR_OK;
+    for (int i = 0; rc == HR_OK && i < (c ? 2 : 1); i++) {
+        l->key[i] = (hr_buf)HR_BUF_INIT;
+        tag_key(&l->key[i], s, "lease/", ids[i]);
+        hr_lease_init(&l->lease[i], HR_LEASE_WAIT_MS);
+        l->n++;
+        rc = hr_lease_take(&l->lease[i], s->store, hr_buf_slice(&l->key[i]), "this story", err);
+    }
+    return rc;
+}
+
+static void unlease2(hr_stories *s, id_leases *l) {
+    for (int i = l->n - 1; i >= 0; i--) {
+        hr_lease_drop(&l->lease[i], s->store, hr_buf_slice(&l->key[i]));
+        hr_buf_free(&l->key[i]);
+    }
+    l->n = 0;
 }
 
 /* ---- Records ---------------------------------------------------------------- */
@@ -454,10 +489,12 @@ int hr_stories_create(hr_stories *s, hr_slice url, hr_slice content, int64_t tim
     hr_batch *b = hr_batch_new();
     size_t held[2];
     lock2(s, id, id, held); /* creates of one URL, and adding it as an alias */
+    id_leases leases;
+    rc = lease2(s, id, id, &leases, err);
 
     size_t u = hr_get(b, url_key(&k, s, id));
     size_t f = hr_stories_fill_ops(s, b, id);
-    rc = hr_store_exec(s->store, b, 0, err);
+    if (rc == HR_OK) rc = hr_store_exec(s->store, b, 0, err);
     hr_slice owner = {0};
     int found = rc == HR_OK ? lookup_value(hr_batch_result(b, u), &owner, err) : rc;
     bool repair_lookup = false;
@@ -513,6 +550,7 @@ int hr_stories_create(hr_stories *s, hr_slice url, hr_slice content, int64_t tim
             rc = meta_decode(id, hr_buf_slice(&v), a, out, err);
         }
     }
+    unlease2(s, &leases);
     unlock2(s, held);
 
     if (rc == HR_OK && !*duplicate) {
@@ -543,13 +581,15 @@ int hr_stories_add_url(hr_stories *s, hr_slice id, hr_slice url, bool preferred,
     hr_batch *b = hr_batch_new();
     size_t held[2];
     lock2(s, id, hs, held);
+    id_leases leases;
+    rc = lease2(s, id, hs, &leases, err);
 
     /* The story, the URL's lookup key, and the story created at the URL if
      * any (whose lookup key a crash may have lost). */
     size_t f = hr_stories_fill_ops(s, b, id);
     size_t u = hr_get(b, url_key(&k, s, hs));
     size_t other = hr_get(b, meta_key(&k, s, hs));
-    rc = hr_store_exec(s->store, b, 0, err);
+    if (rc == HR_OK) rc = hr_store_exec(s->store, b, 0, err);
     if (rc == HR_OK) rc = hr_stories_fill_result(b, f, id, a, out, err);
     if (rc == HR_ENOTFOUND) rc = not_found(err, id);
     hr_slice owner = {0};
@@ -603,6 +643,7 @@ int hr_stories_add_url(hr_stories *s, hr_slice id, hr_slice url, bool preferred,
             *added = is_new;
         }
     }
+    unlease2(s, &leases);
     unlock2(s, held);
     hr_batch_free(b);
     hr_buf_free(&canon);

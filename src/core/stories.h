@@ -63,10 +63,13 @@
  *
  * Concurrency: metadata is read-modify-write (adding a URL). In one process
  * a striped mutex per story id serialises those, and creates of one URL.
- * Between processes on one Redis Cluster, two URLs added to one story at
- * the same instant can lose one from the story's list of URLs (its lookup
- * key {su/...} is written either way, so the story is still found by it);
- * closing that needs a compare-and-set the store does not offer.
+ * Between servers sharing one Redis Cluster (hr_store_shared), each with
+ * its own mutexes, the same ids are also leased in the store (core/lease.h)
+ * in byte order, each in a batch of its own before the first read: without
+ * that, two URLs added to one story at the same instant on two servers
+ * could lose one from the story's list (test_stories.c's two-server test
+ * lost 13-15 of 48 so). A lease held past HR_LEASE_WAIT_MS answers
+ * HR_ECONFLICT (409).
  * Crash consistency: on RocksDB each batch is one atomic WriteBatch. On
  * Redis Cluster a create's keys live in different slots; a crash between
  * them can leave a lookup key pointing to no story (ignored, and repaired by
@@ -81,7 +84,9 @@
  *   add_url     2 (1 when the URL is already the story's and no switch)
  *   recent      2 (a range read, a multi-get of metadata + scores)
  *   settle_hot  1 (an atomic batch on the story's {rank/K} slot), more only while
- *               other votes of the same story land at the same moment */
+ *               other votes of the same story land at the same moment
+ * On Redis Cluster, create and add_url take 2 more (the lease's take and its
+ * return), add_url with a URL of another id 4 more (two leases). */
 #ifndef HR_STORIES_H
 #define HR_STORIES_H
 

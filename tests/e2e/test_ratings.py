@@ -339,6 +339,45 @@ def test_concurrent_rerating_keeps_score_consistent(server):
     assert sorted(x["subject"] for x in got) == sorted([flipper, steady]), got
 
 
+def test_two_servers_on_one_redis_cluster_agree(herald):
+    """Two herald servers on one Redis Cluster: one subject re-rates a story through both
+    at once, and URLs are added to the story through both at once. Each server orders its
+    own writes with in-process locks; only the leases in the store (core/lease.h) order
+    them across servers, so without them the score drifts from the ratings and URLs are
+    lost. RocksDB has no such case: one process owns its directory."""
+    a, b = herald.start("redis"), herald.start("redis")
+    s = create_story(a, fresh_url())
+    sid = s["id"]
+    flipper, steady = uid("flip"), uid("steady")
+    rate(b, steady, sid, 1)
+    barrier = threading.Barrier(8)
+
+    def rerate(k):
+        h, sess = (a, b)[k % 2], requests.Session()
+        barrier.wait(timeout=20)
+        for j in range(12):
+            r = put_rating(h, flipper, sid, {"score": (1, -1, 0)[(k + j) % 3]}, sess)
+            assert r.status_code == 200, r.text
+
+    def add_urls(k):
+        h, sess = (a, b)[k % 2], requests.Session()
+        for j in range(6):
+            r = sess.post(f"{h.url}/api/v1/stories/{sid}/urls",
+                          json={"url": f"https://mirror{k}.example.org/{sid}/{j}"}, timeout=T)
+            assert r.status_code == 200 and r.json().get("added") is not False, r.text
+
+    with ThreadPoolExecutor(12) as ex:
+        list(ex.map(lambda f: f[0](f[1]), [(rerate, k) for k in range(8)] + [(add_urls, k) for k in range(4)]))
+    final = get_rating(a, flipper, sid).json()["score"]
+    for h in (a, b):
+        assert get_story(h, sid)["score"] == final + 1, \
+            f"score {get_story(h, sid)['score']}; the ratings sum to {final + 1}"
+        got = ratings_all(h, f"/api/v1/stories/{sid}/ratings")
+        assert sorted(x["subject"] for x in got) == sorted([flipper, steady]), got
+    urls = get_story(b, sid)["urls"]
+    assert len(urls) == 1 + 4 * 6, f"{len(urls)} URLs kept of {1 + 4 * 6}: {urls}"
+
+
 # -- top-rated ---------------------------------------------------------------------------------------
 
 

@@ -362,6 +362,108 @@ static void concurrent_votes_exact(env *e) {
 }
 BOTH_BACKENDS(concurrent_votes_exact)
 
+/* Several herald servers on one shared store (Redis Cluster) upsert the
+ * same ratings at once: each server is an hr_ratings of its own, with its
+ * own in-process locks, so only the store's lease (core/lease.h) keeps two
+ * of them from computing a vote from the same old rating. On RocksDB, which
+ * one process owns, one hr_ratings serves every thread, as in the server.
+ * Times are distinct, so "the latest wins" names one rating per pair; the
+ * sum of each story and every index must end as that rating says. */
+enum { SRV_THREADS = 6, SRV_EACH = 60, SRV_SUBJECTS = 3, SRV_STORIES = 2 };
+
+typedef struct server_worker {
+    hr_ratings *ratings;
+    const char (*ids)[17];
+    int thread;
+    int score[SRV_EACH], pair[SRV_EACH];
+    int64_t time[SRV_EACH];
+    int failures;
+} server_worker;
+
+static void *server_votes(void *arg) {
+    server_worker *w = arg;
+    hr_arena a = HR_ARENA_INIT;
+    unsigned seed = 7919u * (unsigned)(w->thread + 1);
+    for (int i = 0; i < SRV_EACH; i++) {
+        w->pair[i] = (int)(rand_r(&seed) % (SRV_SUBJECTS * SRV_STORIES));
+        w->score[i] = (int)(rand_r(&seed) % 3) - 1;
+        w->time[i] = T0 + 1000 + (int64_t)i * SRV_THREADS + w->thread;
+        char subject[16];
+        snprintf(subject, sizeof subject, "s%d", w->pair[i] / SRV_STORIES);
+        hr_rating r;
+        bool applied;
+        int64_t sum;
+        hr_err err = {0};
+        if (hr_ratings_put(w->ratings, hr_slice_str(subject), hr_slice_str(w->ids[w->pair[i] % SRV_STORIES]),
+                           w->score[i], w->time[i], &a, &r, &applied, &sum, &err) != HR_OK) {
+            fprintf(stderr, "upsert: %s\n", err.msg);
+            w->failures++;
+        }
+        hr_arena_reset(&a);
+    }
+    hr_arena_free(&a);
+    return NULL;
+}
+
+static void servers_sharing_a_store_agree(env *e) {
+    char ids[SRV_STORIES][17];
+    for (int i = 0; i < SRV_STORIES; i++)
+        story(e, i, T0, ids[i]);
+    int n_servers = hr_store_shared(e->t.store) ? 2 : 1;
+    hr_ratings *servers[2] = {e->ratings, n_servers > 1 ? hr_ratings_new(e->t.store, e->stories) : e->ratings};
+    static server_worker w[SRV_THREADS];
+    pthread_t th[SRV_THREADS];
+    for (int i = 0; i < SRV_THREADS; i++) {
+        w[i] = (server_worker){.ratings = servers[i % n_servers], .ids = (const char(*)[17])ids, .thread = i};
+        cr_assert_eq(pthread_create(&th[i], NULL, server_votes, &w[i]), 0);
+    }
+    for (int i = 0; i < SRV_THREADS; i++)
+        pthread_join(th[i], NULL);
+    if (n_servers > 1) hr_ratings_free(servers[1]);
+
+    /* the latest upsert of each pair, and the sums it implies */
+    int64_t latest[SRV_SUBJECTS * SRV_STORIES] = {0};
+    int want[SRV_SUBJECTS * SRV_STORIES] = {0};
+    for (int t = 0; t < SRV_THREADS; t++) {
+        cr_assert_eq(w[t].failures, 0, "thread %d: %d upserts failed", t, w[t].failures);
+        for (int i = 0; i < SRV_EACH; i++)
+            if (w[t].time[i] > latest[w[t].pair[i]]) {
+                latest[w[t].pair[i]] = w[t].time[i];
+                want[w[t].pair[i]] = w[t].score[i];
+            }
+    }
+    for (int o = 0; o < SRV_STORIES; o++) {
+        int64_t sum = 0;
+        size_t rated = 0;
+        for (int sj = 0; sj < SRV_SUBJECTS; sj++) {
+            int p = sj * SRV_STORIES + o;
+            if (!latest[p]) continue;
+            rated++;
+            sum += want[p];
+            char subject[16];
+            snprintf(subject, sizeof subject, "s%d", sj);
+            hr_rating r;
+            cr_assert_eq(hr_ratings_get(e->ratings, hr_slice_str(subject), hr_slice_str(ids[o]), &e->a, &r, NULL),
+                         HR_OK);
+            cr_assert(r.time_ms == latest[p] && r.score == want[p], "%s on story %d: %d at %lld, want %d at %lld",
+                      subject, o, r.score, (long long)r.time_ms, want[p], (long long)latest[p]);
+        }
+        assert_ranked(e, ids[o], sum, T0);
+        hr_rating_page by_object = list(e, 1, ids[o], 100);
+        cr_assert_eq(by_object.n, rated, "story %d: %zu entries by object for %zu raters", o, by_object.n, rated);
+        for (size_t i = 0; i < by_object.n; i++) {
+            int p = (by_object.items[i].subject.ptr[1] - '0') * SRV_STORIES + o;
+            cr_assert(by_object.items[i].time_ms == latest[p] && by_object.items[i].score == want[p],
+                      "by object: a stale entry");
+        }
+    }
+    size_t pairs = 0;
+    for (int p = 0; p < SRV_SUBJECTS * SRV_STORIES; p++)
+        pairs += latest[p] != 0;
+    cr_assert_eq(list(e, 2, NULL, 100).n, pairs, "one entry of all ratings per pair");
+}
+BOTH_BACKENDS(servers_sharing_a_store_agree)
+
 /* ---- top-rated and unseen ---- */
 
 static hr_story_page unseen(env *e, const char *subject, hr_rank_kind kind, size_t limit,

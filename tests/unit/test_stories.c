@@ -256,6 +256,67 @@ static void aliases_and_preferred(env *e) {
 }
 BOTH_BACKENDS(aliases_and_preferred)
 
+/* Several servers on one shared store (Redis Cluster) add URLs to one
+ * story at once. Each server is an hr_stories of its own, with its own
+ * in-process locks, so only the store's leases (core/lease.h) keep one
+ * server's rewrite of the story's URL list from dropping another's URL.
+ * On RocksDB, which one process owns, one hr_stories serves every thread. */
+enum { ALIAS_THREADS = 4, ALIAS_EACH = 12 };
+
+typedef struct url_adder {
+    hr_stories *stories;
+    const char *id;
+    int thread, failures;
+} url_adder;
+
+static void *add_urls(void *arg) {
+    url_adder *w = arg;
+    hr_arena a = HR_ARENA_INIT;
+    for (int i = 0; i < ALIAS_EACH; i++) {
+        char url[64];
+        snprintf(url, sizeof url, "https://mirror%d.example.org/s/%d", w->thread, i);
+        hr_story st;
+        bool added;
+        hr_err err = {0};
+        if (hr_stories_add_url(w->stories, hr_slice_str(w->id), hr_slice_str(url), i % 5 == 0, &a, &st, &added,
+                               &err) != HR_OK || !added) {
+            fprintf(stderr, "add %s: %s\n", url, err.msg);
+            w->failures++;
+        }
+        hr_arena_reset(&a);
+    }
+    hr_arena_free(&a);
+    return NULL;
+}
+
+static void servers_adding_urls_lose_none(env *e) {
+    hr_story st = create(e, "https://example.com/s", "S", T0, false);
+    int n_servers = hr_store_shared(e->t.store) ? 2 : 1;
+    hr_stories_options o = {.ns = e->ns};
+    hr_stories *servers[2] = {e->stories, n_servers > 1 ? hr_stories_new(e->t.store, &o) : e->stories};
+    url_adder w[ALIAS_THREADS];
+    pthread_t th[ALIAS_THREADS];
+    for (int i = 0; i < ALIAS_THREADS; i++) {
+        w[i] = (url_adder){.stories = servers[i % n_servers], .id = st.id, .thread = i};
+        cr_assert_eq(pthread_create(&th[i], NULL, add_urls, &w[i]), 0);
+    }
+    for (int i = 0; i < ALIAS_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        cr_assert_eq(w[i].failures, 0, "thread %d: %d adds failed", i, w[i].failures);
+    }
+    if (n_servers > 1) hr_stories_free(servers[1]);
+    hr_story g = get(e, st.id);
+    cr_assert_eq(g.n_urls, 1 + ALIAS_THREADS * ALIAS_EACH, "%zu URLs kept of %d added", g.n_urls,
+                 1 + ALIAS_THREADS * ALIAS_EACH);
+    for (int t = 0; t < ALIAS_THREADS; t++)
+        for (int i = 0; i < ALIAS_EACH; i++) {
+            char url[64];
+            snprintf(url, sizeof url, "https://mirror%d.example.org/s/%d", t, i);
+            cr_assert_str_eq(find(e, url).id, st.id, "%s leads to the story", url);
+        }
+}
+BOTH_BACKENDS(servers_adding_urls_lose_none)
+
 static void alias_conflicts(env *e) {
     hr_story a = create(e, "https://example.com/a", "", T0, false);
     hr_story b = create(e, "https://example.com/b", "", T0, false);
