@@ -17,7 +17,9 @@
  *
  * WAITING. A taker that finds the lease held waits (1 ms, doubling up to
  * 16 ms) and tries again, until its wait budget is spent: then HR_ECONFLICT,
- * which the API answers 409.
+ * which the API answers 409. The default budget outlasts a lease, so only a
+ * thing that other servers keep taking for that long (a storm of writes of
+ * one rating) gets the 409.
  *
  * COST. Taking it is one op, which the caller puts into the batch of its
  * first reads (in the same hash slot when its key shares their hash tag);
@@ -33,8 +35,10 @@
 #include "common/slice.h"
 #include "store/store.h"
 
-#define HR_LEASE_MS 5000      /* a lease's life */
-#define HR_LEASE_WAIT_MS 2000 /* how long a taker waits for a held lease by default */
+#define HR_LEASE_MS 2000 /* a lease's life */
+/* How long a taker waits for a held lease by default: past a lease's life,
+ * so that one left by a killed server delays a write but never fails it. */
+#define HR_LEASE_WAIT_MS 2500
 #define HR_LEASE_TOKEN_LEN 32 /* hex of 16 random bytes */
 
 typedef struct hr_lease {
