@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # fresh-debian-check.sh — check the README's two commands on a fresh Debian 12.
 #
 # Builds a bare Debian 12 userland with debootstrap (variant minbase) in DIR,
@@ -89,4 +89,5 @@ log "make run served: a counter, u1's timeline and a new story answered as expec
 kill -TERM -- "-$SERVER"
 wait "$SERVER" 2>/dev/null || true
 SERVER=""
+grep -q "info stopped" "$DIR.log-run" || die "herald did not stop cleanly on SIGTERM (see $DIR.log-run)"
 log "OK: make test and make run work on a fresh Debian 12 ($DIR)"
