@@ -314,29 +314,40 @@ def test_concurrent_votes_all_count(server):
     assert sorted(x["subject"] for x in got) == sorted(subjects)
 
 
+def flipper_threads(servers, sid, flipper, n=8):
+    """A worker for each of n threads that re-rate sid as flipper all at once (thread k
+    through servers[k % len(servers)]), 12 times each, cycling 1, -1, 0."""
+    barrier = threading.Barrier(n)
+
+    def worker(k):
+        h, sess = servers[k % len(servers)], requests.Session()
+        barrier.wait(timeout=20)
+        for j in range(12):
+            r = put_rating(h, flipper, sid, {"score": (1, -1, 0)[(k + j) % 3]}, sess)
+            assert r.status_code == 200, r.text
+
+    return [lambda k=k: worker(k) for k in range(n)]
+
+
+def assert_score_is_the_ratings_sum(h, sid, flipper, steady):
+    """After the flips: the story's score is the sum of the two subjects' latest ratings,
+    and each subject has one rating of it."""
+    final = get_rating(h, flipper, sid).json()["score"]
+    assert get_story(h, sid)["score"] == final + 1, \
+        f"score {get_story(h, sid)['score']} after concurrent re-ratings; the ratings sum to {final + 1}"
+    got = ratings_all(h, f"/api/v1/stories/{sid}/ratings")
+    assert sorted(x["subject"] for x in got) == sorted([flipper, steady]), got
+
+
 def test_concurrent_rerating_keeps_score_consistent(server):
     """One subject flips its rating from many threads at once: the score must end as the
     sum of the latest ratings (no lost or doubled deltas)."""
-    s = create_story(server, fresh_url())
-    sid = s["id"]
+    sid = create_story(server, fresh_url())["id"]
     flipper, steady = uid("flip"), uid("steady")
     rate(server, steady, sid, 1)
-    barrier = threading.Barrier(8)
-
-    def worker(k):
-        sess = requests.Session()
-        barrier.wait(timeout=20)
-        for j in range(12):
-            r = put_rating(server, flipper, sid, {"score": (1, -1, 0)[(k + j) % 3]}, sess)
-            assert r.status_code == 200, r.text
-
     with ThreadPoolExecutor(8) as ex:
-        list(ex.map(worker, range(8)))
-    final = get_rating(server, flipper, sid).json()["score"]
-    assert get_story(server, sid)["score"] == final + 1, \
-        f"score {get_story(server, sid)['score']} after concurrent re-ratings; the ratings sum to {final + 1}"
-    got = ratings_all(server, f"/api/v1/stories/{sid}/ratings")
-    assert sorted(x["subject"] for x in got) == sorted([flipper, steady]), got
+        list(ex.map(lambda f: f(), flipper_threads([server], sid, flipper)))
+    assert_score_is_the_ratings_sum(server, sid, flipper, steady)
 
 
 def test_two_servers_on_one_redis_cluster_agree(herald):
@@ -346,18 +357,9 @@ def test_two_servers_on_one_redis_cluster_agree(herald):
     them across servers, so without them the score drifts from the ratings and URLs are
     lost. RocksDB has no such case: one process owns its directory."""
     a, b = herald.start("redis"), herald.start("redis")
-    s = create_story(a, fresh_url())
-    sid = s["id"]
+    sid = create_story(a, fresh_url())["id"]
     flipper, steady = uid("flip"), uid("steady")
     rate(b, steady, sid, 1)
-    barrier = threading.Barrier(8)
-
-    def rerate(k):
-        h, sess = (a, b)[k % 2], requests.Session()
-        barrier.wait(timeout=20)
-        for j in range(12):
-            r = put_rating(h, flipper, sid, {"score": (1, -1, 0)[(k + j) % 3]}, sess)
-            assert r.status_code == 200, r.text
 
     def add_urls(k):
         h, sess = (a, b)[k % 2], requests.Session()
@@ -366,14 +368,11 @@ def test_two_servers_on_one_redis_cluster_agree(herald):
                           json={"url": f"https://mirror{k}.example.org/{sid}/{j}"}, timeout=T)
             assert r.status_code == 200 and r.json().get("added") is not False, r.text
 
-    with ThreadPoolExecutor(12) as ex:
-        list(ex.map(lambda f: f[0](f[1]), [(rerate, k) for k in range(8)] + [(add_urls, k) for k in range(4)]))
-    final = get_rating(a, flipper, sid).json()["score"]
+    jobs = flipper_threads([a, b], sid, flipper) + [lambda k=k: add_urls(k) for k in range(4)]
+    with ThreadPoolExecutor(len(jobs)) as ex:
+        list(ex.map(lambda f: f(), jobs))
     for h in (a, b):
-        assert get_story(h, sid)["score"] == final + 1, \
-            f"score {get_story(h, sid)['score']}; the ratings sum to {final + 1}"
-        got = ratings_all(h, f"/api/v1/stories/{sid}/ratings")
-        assert sorted(x["subject"] for x in got) == sorted([flipper, steady]), got
+        assert_score_is_the_ratings_sum(h, sid, flipper, steady)
     urls = get_story(b, sid)["urls"]
     assert len(urls) == 1 + 4 * 6, f"{len(urls)} URLs kept of {1 + 4 * 6}: {urls}"
 
