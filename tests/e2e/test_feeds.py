@@ -444,6 +444,48 @@ def test_fanout_resumes_after_kill9_mid_way(herald, backend):
     assert missing == [], f"{len(missing)} followers never got the activity"
 
 
+def test_two_servers_on_one_redis_cluster_share_the_fanout(herald):
+    """Two servers on one Redis Cluster and one fan-out queue (the scale-out design):
+    activities posted through either reach every follower's timeline, read through
+    either, exactly once and newest first, and each job is fanned out by one server only
+    (their fan-out counters add up to one entry per follower per activity)."""
+    q = own_queue()
+    a, b = herald.start("redis", *q), herald.start("redis", *q)
+    stars = [uid("star") for _ in range(4)]
+    fans = [f"{uid('fan')}" for _ in range(120)]
+    follows = {f: [st for k, st in enumerate(stars) if (i + k) % 3 != 0] for i, f in enumerate(fans)}
+
+    def follow_some(part):
+        h, s = (a, b)[part % 2], requests.Session()
+        for f in fans[part::4]:
+            for st in follows[f]:
+                follow(s, h, f, st)
+
+    threads = [threading.Thread(target=follow_some, args=(p,)) for p in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for h in (a, b):
+        eventually(lambda h=h: metric(h, "herald_fanout_queue_depth") == 0, timeout=60)
+    before = metric(a, "herald_fanout_entries_total") + metric(b, "herald_fanout_entries_total")
+    s = requests.Session()
+    posted = {st: [] for st in stars}
+    t0 = int(time.time() * 1000) - 60_000  # recent: timelines keep 60 days
+    for n in range(12):  # in time order, alternating servers
+        st = stars[n % 4]
+        posted[st].append(post(s, (a, b)[n % 2], actor=st, verb="post", time=t0 + n)["id"])
+    want_entries = sum(len(posted[st]) for f in fans for st in follows[f])
+    eventually(lambda: metric(a, "herald_fanout_entries_total") + metric(b, "herald_fanout_entries_total")
+               - before >= want_entries, timeout=60)
+    for i, f in enumerate(fans):
+        want = sorted((x for st in follows[f] for x in posted[st]), key=lambda x: -int(x[:12], 16))
+        got = timeline(s, (a, b)[i % 2], f, limit=50)
+        assert got == want, f"{f}: timeline {got}, want {want}"
+    done = metric(a, "herald_fanout_entries_total") + metric(b, "herald_fanout_entries_total") - before
+    assert done == want_entries, f"{done} timeline entries written for {want_entries}: a job ran twice"
+
+
 def test_metrics_show_fanout_queue(server):
     text = requests.get(f"{server.url}/metrics").text
     for name in ("herald_fanout_queue_depth", "herald_fanout_lag_seconds", "herald_fanout_entries_total",
