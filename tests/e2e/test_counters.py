@@ -539,3 +539,33 @@ def test_concurrent_distinct_tokens_all_counted(server):
         for f in [ex.submit(work, k) for k in range(8)]:
             f.result()
     assert server.count(obj, counter=c) == 8 * per
+
+
+def test_two_servers_on_one_redis_cluster_count_alike(herald):
+    """Two servers on one Redis Cluster, 8 writers split between them, PUT the same tokens
+    at once: one object stays exact (60 tokens), one crosses exact_limit=100 into the
+    sketch (300 tokens); both servers answer the same counts, none double counted."""
+    a, b = herald.start("redis"), herald.start("redis")
+    c = uid("two")
+    a.set_counter(c, exact_limit=100)
+    exact, crossing = uid("exact"), uid("cross")
+    work_items = [(exact, f"t{i}") for i in range(60)] + [(crossing, f"t{i}") for i in range(300)]
+    barrier = threading.Barrier(8)
+
+    def work(k):
+        h, s = (a, b)[k % 2], requests.Session()
+        mine = list(work_items)
+        random.Random(k).shuffle(mine)
+        barrier.wait()
+        for o, t in mine:
+            r = h.put_counter(o, t, c, session=s)
+            assert r.status_code == 200, r.text
+
+    with ThreadPoolExecutor(8) as ex:
+        for f in [ex.submit(work, k) for k in range(8)]:
+            f.result()
+    for h in (a, b):
+        assert h.count(exact, counter=c) == 60, f"{h}: double counted across servers"
+        n = h.count(crossing, counter=c)
+        assert abs(n - 300) <= 15, f"{h}: 300 distinct tokens counted as {n}"
+    assert a.count(crossing, counter=c) == b.count(crossing, counter=c)
