@@ -38,7 +38,7 @@ enum { EXIT_USAGE = 2 };
 
 static void usage(FILE *f) {
     fprintf(f,
-            "herald %s — unique counters, activity feeds and social reading over HTTP/JSON\n"
+            "herald %s — unique counters, activity feeds, social reading, stories and ratings over HTTP/JSON\n"
             "\n"
             "usage:\n"
             "  herald serve [--listen HOST:PORT] [--store URI] [--secret-file FILE]\n"
@@ -55,7 +55,8 @@ static void usage(FILE *f) {
             "serve options (each is also a setting: --listen X is --set listen=X):\n"
             "  --listen HOST:PORT   where to serve HTTP (default 127.0.0.1:8080)\n"
             "  --store URI          rocksdb:PATH (default rocksdb:./data) or\n"
-            "                       redis://HOST:PORT[,HOST:PORT...] (a Redis Cluster)\n"
+            "                       redis://HOST:PORT[,HOST:PORT...] (a Redis Cluster, which\n"
+            "                       any number of herald servers may share)\n"
             "  --secret-file FILE   the admin key; user tokens are HMACs under it. Without it\n"
             "                       every caller is the admin, so herald listens on loopback only\n"
             "  --threads N          HTTP I/O threads (default: one per core)\n"
