@@ -226,6 +226,64 @@ def test_kill9_under_concurrent_upserts_keeps_every_acknowledged_rating(herald, 
     assert time.monotonic() - start < 20
 
 
+def test_kill9_under_story_writes_keeps_every_acknowledged_story_and_url(herald, backend):
+    """Threads create stories and give each another URL until kill -9: after a restart
+    every acknowledged story is found by its URL, with its content, and every
+    acknowledged second URL leads to its story and is among its URLs."""
+    from test_stories import find_story, fresh_url, post_story
+
+    h = herald.start(backend)
+    created, added = {}, {}  # url -> (id, content); second url -> id
+    lock = threading.Lock()
+    stop = threading.Event()
+    errors = []
+
+    def writer(k):
+        s, i, last = requests.Session(), 0, None
+        while not stop.is_set():
+            url, content = fresh_url(f"w{k}.example.com"), f"<p>{k}-{i}</p>"
+            try:
+                if last:
+                    r = s.post(f"{h.url}/api/v1/stories/{last}/urls", json={"url": url}, timeout=30)
+                else:
+                    r = post_story(h, url, content, session=s)
+            except requests.exceptions.RequestException:
+                break  # the server is gone
+            if r.status_code not in (200, 201):
+                errors.append(f"{r.status_code} {r.text[:200]}")
+                break
+            with lock:
+                if last:
+                    added[url] = last
+                else:
+                    created[url] = (r.json()["id"], content)
+            last = None if last else r.json()["id"]
+            i += 1
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(1.5)
+    h.kill()
+    stop.set()
+    for t in threads:
+        t.join(timeout=30)
+    assert not errors, f"writes failed before the kill: {errors[:5]}"
+    assert len(created) >= 10 and len(added) >= 10, (len(created), len(added))
+
+    restart_on_new_port(h)
+    s = requests.Session()
+    for url, (sid, content) in created.items():
+        r = find_story(h, url, session=s)
+        assert r.status_code == 200 and r.json()["id"] == sid, f"{url}: acknowledged, then {r.status_code} {r.text}"
+        got = s.get(f"{h.url}/api/v1/stories/{sid}", timeout=30).json()
+        assert got["content"] == content, f"{sid}: content {got['content']!r}, acknowledged {content!r}"
+    for url, sid in added.items():
+        r = find_story(h, url, session=s)
+        assert r.status_code == 200 and r.json()["id"] == sid, f"{url}: an acknowledged URL of {sid}, then {r.text}"
+        assert url in r.json()["urls"], f"{url}: acknowledged, missing from {sid}'s URLs {r.json()['urls']}"
+
+
 def test_sync_mode(herald):
     """--sync (fsync'd WAL) serves and keeps acknowledged writes across kill -9."""
     h = herald.start("rocksdb", "--sync")
