@@ -90,11 +90,11 @@
  *
  * Cost in store round trips (one batch each):
  *   put          2 (read the rating and the story; write the indexes, the
- *                sum and, on RocksDB, the hot score of the sum expected
- *                from the first read), + 1 to settle the hot score when
- *                the sum changed and it was not written or not right (on
- *                Redis Cluster every time the sum changed; rarely more:
- *                core/stories.h hr_stories_settle_hot). In store ops, a
+ *                sum and the hot score of the sum expected from the first
+ *                read: on Redis Cluster one script, hr_zincr_with), + 1 to
+ *                settle the hot score when another vote of the story came
+ *                in between (rarely more: core/stories.h
+ *                hr_stories_settle_hot). In store ops, a
  *                new rating that changes the sum: zscore, zcard, get and
  *                zscore of top; zadd {rs/S}, tladd x2, zincr of top, zadd
  *                of hot. RocksDB: 7 memtable writes (3 for {rs/S}: member
@@ -104,7 +104,9 @@
  *                record, in 2 batches; was 11 writes, 4 member reads, 3
  *                batches with the lists as sorted sets and hot settled
  *                apart. Redis Cluster: the lease's take rides in the first
- *                batch, and giving it back is one more
+ *                batch, and giving it back is one more; the hot score
+ *                settled in the vote's script instead of a batch of its
+ *                own (before 2026-11-26 evening) pays for it
  *   get          1
  *   by_subject   1: a range read
  *   by_object    1 (the range read and the story's existence together)

@@ -406,13 +406,22 @@ size_t hr_stories_vote_op(const hr_stories *s, hr_batch *b, hr_slice id, int64_t
 
 hr_vote hr_stories_vote_ops(const hr_stories *s, hr_batch *b, hr_slice id, int64_t time_ms, int64_t known_sum,
                             int64_t delta) {
-    hr_vote v = {.op = hr_stories_vote_op(s, b, id, delta), .guess = known_sum + delta};
+    hr_vote v = {.guess = known_sum + delta, .hot_written = true};
+    double hot = hr_rank_hot(v.guess, time_ms);
+    hr_buf k = HR_BUF_INIT, hk = HR_BUF_INIT;
+    rank_key(&hk, s, HR_RANK_HOT, id);
     if (hr_store_batches_atomic(s->store)) {
-        hr_buf k = HR_BUF_INIT;
-        hr_zadd(b, rank_key(&k, s, HR_RANK_HOT, id), hr_rank_hot(v.guess, time_ms), id);
-        hr_buf_free(&k);
-        v.hot_written = true;
+        /* The whole batch is one atomic step: the hot score goes with it. */
+        v.op = hr_stories_vote_op(s, b, id, delta);
+        hr_zadd(b, hr_buf_slice(&hk), hot, id);
+    } else {
+        /* The batch is not (Redis Cluster), but its vote is: the hot score
+         * is written in the same step, if the sum is the one guessed. */
+        v.op = hr_zincr_with(b, rank_key(&k, s, HR_RANK_TOP, id), (double)delta, id, hr_buf_slice(&hk), hot,
+                             (double)v.guess);
     }
+    hr_buf_free(&k);
+    hr_buf_free(&hk);
     return v;
 }
 
@@ -430,11 +439,12 @@ hr_vote hr_stories_vote_ops(const hr_stories *s, hr_batch *b, hr_slice id, int64
  * off until the next vote of that story settles it. f must depend only on
  * the sum and the story's time, which never changes.
  *
- * A vote batch from hr_stories_vote_ops that also wrote hot = f(guess) is
- * a round too, on a store whose every batch is atomic: its increment, its
- * read of the sum (the increment's answer) and its write of hot are one
- * atomic step. When it answered guess it is a round that stopped, and its
- * writer skips settle_hot; otherwise the writer runs rounds as above. */
+ * A vote from hr_stories_vote_ops that answered guess and wrote hot =
+ * f(guess) is a round too: its increment, its read of the sum (the
+ * increment's answer) and its write of hot are one atomic step (the whole
+ * batch on RocksDB, hr_zincr_with on Redis Cluster, which writes hot only
+ * when the sum is guess). It is a round that stopped, and its writer skips
+ * settle_hot; otherwise the writer runs rounds as above. */
 int hr_stories_settle_hot(hr_stories *s, hr_slice id, int64_t time_ms, int64_t sum, hr_err *err) {
     hr_buf top = HR_BUF_INIT, hot = HR_BUF_INIT;
     rank_key(&top, s, HR_RANK_TOP, id);

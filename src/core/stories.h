@@ -204,17 +204,18 @@ size_t hr_stories_vote_op(const hr_stories *s, hr_batch *b, hr_slice id, int64_t
 
 /* A vote as hr_stories_vote_ops added it to a batch. */
 typedef struct hr_vote {
-    size_t op;        /* the hr_zincr: its result's score is the new sum */
+    size_t op;        /* the increment: its result's score is the new sum */
     int64_t guess;    /* the sum the hot score written with it is of */
-    bool hot_written; /* whether the batch writes the hot score too */
+    bool hot_written; /* whether the hot score rides with the vote */
 } hr_vote;
 
-/* Add to b the vote's change of story id's sum (as hr_stories_vote_op) and,
- * on a store whose every batch is atomic (hr_store_batches_atomic), the hot
- * score of the sum it expects: known_sum (read before) + delta. When the
+/* Add to b the vote's change of story id's sum (as hr_stories_vote_op) and
+ * the hot score of the sum it expects: known_sum (read before) + delta, in
+ * one atomic step with the increment (on Redis Cluster through
+ * hr_zincr_with, which writes it only when the sum is that one). When the
  * batch then answers that sum, the hot score is settled
  * (hr_stories_vote_settled) and hr_stories_settle_hot is not needed: one
- * batch instead of two per vote. */
+ * batch instead of two per vote, on both stores. */
 hr_vote hr_stories_vote_ops(const hr_stories *s, hr_batch *b, hr_slice id, int64_t time_ms, int64_t known_sum,
                             int64_t delta);
 /* Whether the vote's batch, which answered `sum`, left the hot score right. */

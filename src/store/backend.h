@@ -56,7 +56,7 @@ typedef struct hr_op {
     int64_t delta;          /* INCR */
     double score;           /* ZADD; ZINCR: the delta */
     bool time_set;          /* ZADD by hr_zadd_time: a set of times (store.h) */
-    double min, max;        /* ZREMRANGE_SCORE */
+    double min, max;        /* ZREMRANGE_SCORE; ZINCR_WITH: also_score, when_score (also_key: value) */
     size_t keep;            /* ZTRIM TLTRIM */
     bool keep_highest;      /* ZTRIM */
     hr_zrange_spec range;   /* ZRANGE (cursor_member points into the arena) */

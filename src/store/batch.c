@@ -129,6 +129,16 @@ size_t hr_zincr(hr_batch *b, hr_slice key, double delta, hr_slice member) {
     return last(b);
 }
 
+size_t hr_zincr_with(hr_batch *b, hr_slice key, double delta, hr_slice member, hr_slice also_key, double also_score,
+                     double when_score) {
+    hr_op *op = push_member(b, HR_OP_ZINCR_WITH, key, member);
+    op->score = delta;
+    op->value = hr_arena_copy(&b->arena, also_key);
+    op->min = also_score;
+    op->max = when_score;
+    return last(b);
+}
+
 size_t hr_zrem(hr_batch *b, hr_slice key, hr_slice member) {
     push_member(b, HR_OP_ZREM, key, member);
     return last(b);

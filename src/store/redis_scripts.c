@@ -388,6 +388,16 @@ static const char del_if_equal_lua[] =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end\n"
     "return 0\n";
 
+static const char zincr_with_lua[] =
+    "-- hr_zincr_with. KEYS: the set, also_key (one slot). ARGV: delta, member,\n"
+    "-- also_score, when_score. Returns {the new score, 1 if also_key was written}.\n"
+    "local s = redis.call('ZINCRBY', KEYS[1], ARGV[1], ARGV[2])\n"
+    "if tonumber(s) == tonumber(ARGV[4]) then\n"
+    "  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])\n"
+    "  return {s, 1}\n"
+    "end\n"
+    "return {s, 0}\n";
+
 static const char tltrim_lua[] =
     "-- hr_tltrim. KEYS[1]: the time list's sorted set. ARGV: the last rank to\n"
     "-- remove (-(keep + 1): all but the keep highest), older_than_ms or ''.\n"
@@ -448,6 +458,7 @@ static rs_script scripts[RS_COUNT_] = {
     [RS_PSET_REM] = {"pset_rem", pset_rem_lua, ""},
     [RS_TLTRIM] = {"tltrim", tltrim_lua, ""},       [RS_QCLAIM] = {"qclaim", qclaim_lua, ""},
     [RS_DEL_IF_EQUAL] = {"del_if_equal", del_if_equal_lua, ""},
+    [RS_ZINCR_WITH] = {"zincr_with", zincr_with_lua, ""},
 };
 static const char *bodies[RS_COUNT_];
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;

@@ -8,7 +8,8 @@
  * members and given a key expiry at each write), hr_del and hr_expire
  * (which must reach the sub-keys of both), hr_tltrim (two removals as one),
  * hr_qclaim (re-delivery of expired leases, then new jobs, with their
- * delivery counts) and hr_del_if_equal (compare, then delete). hr_tlrange
+ * delivery counts), hr_del_if_equal (compare, then delete) and
+ * hr_zincr_with (an increment and the write it decides). hr_tlrange
  * reuses the zrange script. redis.c documents each script's KEYS and ARGV
  * where it builds the call; the scripts themselves are in redis_scripts.c.
  *
@@ -30,6 +31,7 @@ typedef enum {
     RS_TLTRIM,
     RS_QCLAIM,
     RS_DEL_IF_EQUAL,
+    RS_ZINCR_WITH,
     RS_COUNT_
 } rs_id;
 

@@ -418,6 +418,7 @@ int op_get(rx *x, hr_op *op);
 int op_put(rx *x, hr_op *op);
 int op_del(rx *x, hr_op *op);
 int op_put_if_missing(rx *x, hr_op *op);
+int op_zincr_with(rx *x, hr_op *op);
 int op_del_if_equal(rx *x, hr_op *op);
 int op_expire(rx *x, hr_op *op);
 int op_incr(rx *x, hr_op *op);

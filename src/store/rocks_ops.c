@@ -583,6 +583,23 @@ static int zset_write_score(rx *x, hr_op *op, bool increment) {
 int op_zadd(rx *x, hr_op *op) { return zset_write_score(x, op, false); }
 int op_zincr(rx *x, hr_op *op) { return zset_write_score(x, op, true); }
 
+/* The batch holds the stripes of both keys (rocks.c, write_stripes), so the
+ * increment and the write it may bring are one step for other writers. */
+int op_zincr_with(rx *x, hr_op *op) {
+    int rc = zset_write_score(x, op, true);
+    if (rc || op->result.rc != HR_OK) return rc;
+    op->result.num = 0;
+    if (op->result.score != op->max) return 0;
+    hr_op also = {.type = HR_OP_ZADD, .key = op->value, .member = op->member, .score = op->min};
+    if ((rc = zset_write_score(x, &also, false))) return rc;
+    if (also.result.rc != HR_OK) { /* the increment is written: say what stopped the rest */
+        op->result.rc = also.result.rc;
+        return 0;
+    }
+    op->result.num = 1;
+    return 0;
+}
+
 int op_zrem(rx *x, hr_op *op) {
     rmeta m;
     bool exists, found = false;

@@ -73,6 +73,11 @@ static int validate(const hr_op *op) {
     case HR_OP_DEL_IF_EQUAL: return op->value.len > HR_VALUE_MAX ? HR_ETOOBIG : HR_OK;
     case HR_OP_ZADD:
     case HR_OP_ZINCR: return isfinite(op->score) ? HR_OK : HR_EINVAL;
+    case HR_OP_ZINCR_WITH:
+        return isfinite(op->score) && isfinite(op->min) && !isnan(op->max) && op->value.len > 0 &&
+                       op->value.len <= HR_KEY_MAX
+                   ? HR_OK
+                   : HR_EINVAL;
     case HR_OP_ZREMRANGE_SCORE: return isnan(op->min) || isnan(op->max) ? HR_EINVAL : HR_OK;
     case HR_OP_ZRANGE: {
         const hr_zrange_spec *sp = &op->range;
@@ -142,6 +147,7 @@ bool hr_op_is_write(hr_op_type t) {
     case HR_OP_ZREM: case HR_OP_ZREMRANGE_SCORE: case HR_OP_ZTRIM: case HR_OP_DADD:
     case HR_OP_PSET_ADD: case HR_OP_PSET_REM: case HR_OP_TLADD: case HR_OP_TLREM: case HR_OP_TLTRIM:
     case HR_OP_QPUSH: case HR_OP_QCLAIM: case HR_OP_QACK: case HR_OP_PUT_IF_MISSING: case HR_OP_DEL_IF_EQUAL:
+    case HR_OP_ZINCR_WITH:
         return true;
     default:
         return false;

@@ -200,7 +200,7 @@ typedef enum {
     X(PSET_TEST, "pset_test") X(PSET_CARD, "pset_card")                             \
     X(TLADD, "tladd") X(TLREM, "tlrem") X(TLRANGE, "tlrange") X(TLTRIM, "tltrim")   \
     X(QPUSH, "qpush") X(QCLAIM, "qclaim") X(QACK, "qack") X(QINFO, "qinfo")        \
-    X(PUT_IF_MISSING, "put_if_missing") X(DEL_IF_EQUAL, "del_if_equal")
+    X(PUT_IF_MISSING, "put_if_missing") X(DEL_IF_EQUAL, "del_if_equal") X(ZINCR_WITH, "zincr_with")
 #define HR_OP_ENUM_(name, label) HR_OP_##name,
     HR_OP_TYPES(HR_OP_ENUM_)
 #undef HR_OP_ENUM_
@@ -338,6 +338,13 @@ size_t hr_zadd_time(hr_batch *b, hr_slice key, int64_t time, hr_slice member);
  * against concurrent batches: score is the new score. Concurrent increments
  * never lose one (a story's vote sum). */
 size_t hr_zincr(hr_batch *b, hr_slice key, double delta, hr_slice member);
+/* hr_zincr, and in the same atomic step, when the new score is when_score,
+ * hr_zadd(also_key, also_score, member): score is the new score, num 1 if
+ * it wrote also_key. also_key must share key's hash slot (one hash tag).
+ * A story's vote and its hot score (core/stories.c): one atomic step in a
+ * batch that is not atomic as a whole (Redis: a script). */
+size_t hr_zincr_with(hr_batch *b, hr_slice key, double delta, hr_slice member, hr_slice also_key, double also_score,
+                     double when_score);
 /* Remove a member; num 1 if it was there. */
 size_t hr_zrem(hr_batch *b, hr_slice key, hr_slice member);
 /* A member's score; rc HR_ENOTFOUND if absent. */

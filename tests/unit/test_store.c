@@ -485,6 +485,27 @@ static void *zincr_worker(void *arg) {
     return NULL;
 }
 
+STORE_TEST(zset_incr_with_its_companion_write) {
+    hr_slice top = KT("top"), hot = KT("hot");
+    const hr_result *r = ONE(s, hr_zincr_with(B, top, 2, M("m"), hot, 7.5, 3));
+    assert_rc(r, HR_OK);
+    cr_assert(r->score == 2 && r->num == 0, "score %g, num %ld: 2 is not the awaited 3", r->score, (long)r->num);
+    assert_rc(ONE(s, hr_zscore(B, hot, M("m"))), HR_ENOTFOUND);
+    r = ONE(s, hr_zincr_with(B, top, 1, M("m"), hot, 7.5, 3));
+    cr_assert(r->score == 3 && r->num == 1, "score %g, num %ld: 3 writes hot", r->score, (long)r->num);
+    cr_assert(ONE(s, hr_zscore(B, hot, M("m")))->score == 7.5);
+    r = ONE(s, hr_zincr_with(B, top, -1, M("m"), hot, 9, 3));
+    cr_assert(r->score == 2 && r->num == 0);
+    cr_assert(ONE(s, hr_zscore(B, hot, M("m")))->score == 7.5, "hot kept");
+    cr_assert(ONE(s, hr_zscore(B, top, M("m")))->score == 2);
+    /* a new member starts at 0, as with hr_zincr */
+    r = ONE(s, hr_zincr_with(B, top, -1, M("n"), hot, -4, -1));
+    cr_assert(r->score == -1 && r->num == 1);
+    cr_assert(ONE(s, hr_zscore(B, hot, M("n")))->score == -4);
+    assert_rc(ONE(s, hr_zincr_with(B, top, NAN, M("m"), hot, 1, 1)), HR_EINVAL);
+    cr_assert(ONE(s, hr_zscore(B, top, M("m")))->score == 2, "a refused op changes nothing");
+}
+
 STORE_TEST(zset_concurrent_incr) {
     enum { PER = 300 };
     worker w[THREADS];
