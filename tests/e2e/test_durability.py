@@ -20,6 +20,19 @@ def restart_on_new_port(h):
     return h.start()
 
 
+def kill9_while_writing(h, writer, n_threads, stop, seconds):
+    """Run writer(k) on n_threads threads, kill -9 the server after `seconds`, then tell
+    the writers to stop (they also stop on their first failed request) and wait for them."""
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(n_threads)]
+    for t in threads:
+        t.start()
+    time.sleep(seconds)
+    h.kill()
+    stop.set()
+    for t in threads:
+        t.join(timeout=30)
+
+
 def test_kill9_under_concurrent_writers_loses_no_acknowledged_put(herald, backend):
     h = herald.start(backend)
     prefix = uid("dur")
@@ -50,14 +63,7 @@ def test_kill9_under_concurrent_writers_loses_no_acknowledged_put(herald, backen
                 break
             i += 1
 
-    threads = [threading.Thread(target=writer, args=(k,)) for k in range(WRITERS)]
-    for t in threads:
-        t.start()
-    time.sleep(2.0)
-    h.kill()                       # kill -9 while the writers are busy
-    stop.set()
-    for t in threads:
-        t.join(timeout=30)
+    kill9_while_writing(h, writer, WRITERS, stop, 2.0)
     assert not errors, f"PUTs failed before the kill: {errors[:5]}"
     n_acked = sum(len(v) for v in acked.values())
     assert n_acked >= 50, f"only {n_acked} PUTs were acknowledged in 2 s"
@@ -192,14 +198,7 @@ def test_kill9_under_concurrent_upserts_keeps_every_acknowledged_rating(herald, 
                     acked[(subj, sid)] = (t, score)
             i += 1
 
-    threads = [threading.Thread(target=writer, args=(k,)) for k in range(6)]
-    for t in threads:
-        t.start()
-    time.sleep(1.5)
-    h.kill()
-    stop.set()
-    for t in threads:
-        t.join(timeout=30)
+    kill9_while_writing(h, writer, 6, stop, 1.5)
     assert not errors, f"upserts failed before the kill: {errors[:5]}"
     assert len(acked) >= 20, f"only {len(acked)} pairs rated in 1.5 s"
 
@@ -260,14 +259,7 @@ def test_kill9_under_story_writes_keeps_every_acknowledged_story_and_url(herald,
             last = None if last else r.json()["id"]
             i += 1
 
-    threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    time.sleep(1.5)
-    h.kill()
-    stop.set()
-    for t in threads:
-        t.join(timeout=30)
+    kill9_while_writing(h, writer, 4, stop, 1.5)
     assert not errors, f"writes failed before the kill: {errors[:5]}"
     assert len(created) >= 10 and len(added) >= 10, (len(created), len(added))
 
