@@ -406,7 +406,7 @@ size_t hr_stories_vote_op(const hr_stories *s, hr_batch *b, hr_slice id, int64_t
 
 hr_vote hr_stories_vote_ops(const hr_stories *s, hr_batch *b, hr_slice id, int64_t time_ms, int64_t known_sum,
                             int64_t delta) {
-    hr_vote v = {.guess = known_sum + delta, .hot_written = true};
+    hr_vote v = {.guess = known_sum + delta};
     double hot = hr_rank_hot(v.guess, time_ms);
     hr_buf k = HR_BUF_INIT, hk = HR_BUF_INIT;
     rank_key(&hk, s, HR_RANK_HOT, id);

@@ -204,9 +204,8 @@ size_t hr_stories_vote_op(const hr_stories *s, hr_batch *b, hr_slice id, int64_t
 
 /* A vote as hr_stories_vote_ops added it to a batch. */
 typedef struct hr_vote {
-    size_t op;        /* the increment: its result's score is the new sum */
-    int64_t guess;    /* the sum the hot score written with it is of */
-    bool hot_written; /* whether the hot score rides with the vote */
+    size_t op;     /* the increment: its result's score is the new sum */
+    int64_t guess; /* the sum the hot score written with it is of */
 } hr_vote;
 
 /* Add to b the vote's change of story id's sum (as hr_stories_vote_op) and
@@ -220,7 +219,7 @@ hr_vote hr_stories_vote_ops(const hr_stories *s, hr_batch *b, hr_slice id, int64
                             int64_t delta);
 /* Whether the vote's batch, which answered `sum`, left the hot score right. */
 static inline bool hr_stories_vote_settled(const hr_vote *v, int64_t sum) {
-    return v->hot_written && sum == v->guess;
+    return sum == v->guess;
 }
 
 /* Make the hot score of story id (submitted at time_ms) follow its sum,
