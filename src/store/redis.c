@@ -16,12 +16,14 @@
  *   counter           hash {"n": integer}        HINCRBY, HGET
  *   sorted set        zset                       ZADD ZREM ZSCORE ZCARD
  *                                                ZREMRANGEBYSCORE
- *                                                ZREMRANGEBYRANK, zrange script
+ *                                                ZREMRANGEBYRANK, ZRANGE
+ *                                                (from a cursor: zrange script)
  *   distinct counter  list (metadata), below     dadd, dcount scripts
  *   packed set        set (a marker), below        pset_add, pset_rem scripts,
  *                                                SCARD + ZMSCORE or ZCOUNT
  *   time list         zset at P "\0t"             ZADD + PEXPIREAT NX/GT, ZREM,
- *                                                zrange and tltrim scripts
+ *                                                ZRANGE (or zrange script),
+ *                                                tltrim script
  *                                                (redis_tl.c)
  *   queue             stream at P "\0q"           XADD, qclaim script, XACK +
  *                                                XDEL, XLEN + XRANGE
@@ -389,19 +391,18 @@ static size_t build_cmd(hr_arena *a, const hr_op *op, int64_t now_ms, rc_cmd *cm
         arg_slice(&x, op->key);
         break;
     case HR_OP_ZRANGE: {
-        /* KEYS: K. ARGV: reverse, min, max, has_cursor, cursor_score,
-         * cursor_member, offset, limit. */
         const hr_zrange_spec *r = &op->range;
-        arg_script(&x, cmd, RS_ZRANGE, 1);
-        arg_slice(&x, op->key);
-        arg_str(&x, r->reverse ? "1" : "0");
-        arg_double(&x, r->min);
-        arg_double(&x, r->max);
-        arg_str(&x, r->has_cursor ? "1" : "0");
-        arg_double(&x, r->has_cursor ? r->cursor_score : 0);
-        arg_slice(&x, r->has_cursor ? r->cursor_member : hr_slice_of("", 0));
-        arg_fmt(&x, "%zu", r->offset);
-        arg_fmt(&x, "%zu", r->limit);
+        range_args ra = {.reverse = r->reverse,
+                         .min = fmt_slice(a, DOUBLE_FMT, r->min),
+                         .max = fmt_slice(a, DOUBLE_FMT, r->max),
+                         .has_cursor = r->has_cursor,
+                         .offset = r->offset,
+                         .limit = r->limit};
+        if (r->has_cursor) {
+            ra.cursor_score = fmt_slice(a, DOUBLE_FMT, r->cursor_score);
+            ra.cursor_member = r->cursor_member;
+        }
+        arg_range(&x, cmd, op->key, &ra);
         break;
     }
     case HR_OP_ZREMRANGE_SCORE:
@@ -498,17 +499,20 @@ static bool reply_double(const redisReply *r, double *out) {
     return end == r->str + r->len;
 }
 
-/* {more, member1, score1, ...} from the zrange script. */
-static bool decode_range(hr_batch *b, hr_result *res, const redisReply *r) {
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || r->elements % 2 != 1 ||
-        r->element[0]->type != REDIS_REPLY_INTEGER)
-        return false;
-    size_t n = r->elements / 2;
-    res->more = r->element[0]->integer != 0;
+/* A range read's answer (arg_range, redis_internal.h): the script's
+ * {more, member, score, ...}, or ZRANGE's member, score, ... with at most
+ * one entry more than limit, which only says there are more. */
+static bool decode_range(hr_batch *b, hr_result *res, const redisReply *r, size_t limit) {
+    if (r->type != REDIS_REPLY_ARRAY) return false;
+    bool script = r->elements % 2 == 1;
+    if (script && r->element[0]->type != REDIS_REPLY_INTEGER) return false;
+    size_t first = script ? 1 : 0, n = r->elements / 2;
+    res->more = script ? r->element[0]->integer != 0 : n > limit;
+    if (!script && n > limit) n = limit;
     res->n_entries = n;
     res->entries = n ? hr_arena_alloc(&b->arena, n * sizeof *res->entries) : NULL;
     for (size_t k = 0; k < n; k++) {
-        const redisReply *m = r->element[1 + 2 * k], *sc = r->element[2 + 2 * k];
+        const redisReply *m = r->element[first + 2 * k], *sc = r->element[first + 2 * k + 1];
         if (m->type != REDIS_REPLY_STRING || !reply_double(sc, &res->entries[k].score)) return false;
         res->entries[k].member = hr_arena_copy(&b->arena, hr_slice_of(m->str, m->len));
     }
@@ -628,9 +632,9 @@ static void decode(hr_batch *b, hr_op *op, size_t i, const rc_cmd *cmd, size_t n
         break;
     case HR_OP_ZRANGE: /* and with_size's ZCARD */
         if (n_cmds == 2 && reply_error(op, i, &cmd[1], failure)) return;
-        ok = decode_range(b, res, r) && (n_cmds == 1 || reply_i64(cmd[1].reply, &res->num));
+        ok = decode_range(b, res, r, op->range.limit) && (n_cmds == 1 || reply_i64(cmd[1].reply, &res->num));
         break;
-    case HR_OP_TLRANGE: ok = decode_range(b, res, r); break;
+    case HR_OP_TLRANGE: ok = decode_range(b, res, r, op->tlrange.limit); break;
     case HR_OP_TLADD: ok = r->type == REDIS_REPLY_INTEGER; break; /* num stays 0 (store.h) */
     case HR_OP_PSET_TEST: ok = decode_test(b, res, op, r, now_ms); break;
     default: /* DEL EXPIRE INCR ZADD ZREM ZCARD ZREMRANGE_SCORE ZTRIM DADD DCOUNT PSET_ADD PSET_REM
@@ -689,4 +693,5 @@ static int exec_(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
     return rc;
 }
 
-const hr_store_backend hr_redis_backend = {"redis", "redis://", open_, close_, ping_, NULL, exec_, false, NULL, true};
+const hr_store_backend hr_redis_backend = {"redis", "redis://", open_, close_, ping_, NULL,
+                                           exec_,   false,      NULL,  true,   true};

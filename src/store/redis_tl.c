@@ -15,9 +15,10 @@
  *               mean "created by a ZADD whose PEXPIREAT has not run yet";
  *               three commands, pipelined with the rest of the batch
  *   hr_tlrem    ZREM T member (a member has one time here: store.h)
- *   hr_tlrange  the zrange script (redis_scripts.c) in reverse, the bounds
- *               made inclusive (time < before is time <= before - 1:
- *               times are integers)
+ *   hr_tlrange  ZRANGE ... BYSCORE REV, or from a cursor the zrange
+ *               script (arg_range, redis_internal.h), the bounds made
+ *               inclusive (time < before is time <= before - 1: times are
+ *               integers)
  *   hr_tltrim   the tltrim script: ZREMRANGEBYSCORE for older_than, then
  *               ZREMRANGEBYRANK keeps the `keep` highest ranks, atomically
  *
@@ -65,22 +66,21 @@ size_t redis_tl_build(hr_arena *a, const hr_op *op, int64_t now_ms, rc_cmd *cmd)
         arg_slice(&x, op->member);
         break;
     case HR_OP_TLRANGE: {
-        /* KEYS: T. ARGV: reverse, min, max, has_cursor, cursor_score,
-         * cursor_member, offset, limit (see the zrange script). */
         const hr_tlrange_spec *r = &op->tlrange;
         if (r->before_ms == INT64_MIN || r->after_ms == INT64_MAX) return 0; /* nothing can match */
-        arg_script(&x, cmd, RS_ZRANGE, 1);
-        arg_slice(&x, t);
-        arg_str(&x, "1");
-        if (r->after_ms == INT64_MIN) arg_double(&x, -INFINITY);
-        else arg_i64(&x, r->after_ms + 1);
-        if (r->before_ms == INT64_MAX) arg_double(&x, INFINITY);
-        else arg_i64(&x, r->before_ms - 1);
-        arg_str(&x, r->has_cursor ? "1" : "0");
-        arg_i64(&x, r->has_cursor ? r->cursor_time : 0);
-        arg_slice(&x, r->has_cursor ? r->cursor_member : hr_slice_of("", 0));
-        arg_fmt(&x, "%zu", r->offset);
-        arg_fmt(&x, "%zu", r->limit);
+        /* Inclusive bounds: times are integers, so time < before is
+         * time <= before - 1. */
+        range_args ra = {
+            .reverse = true, .has_cursor = r->has_cursor, .offset = r->offset, .limit = r->limit};
+        ra.min =
+            r->after_ms == INT64_MIN ? hr_slice_of("-inf", 4) : fmt_slice(a, "%" PRId64, r->after_ms + 1);
+        ra.max =
+            r->before_ms == INT64_MAX ? hr_slice_of("inf", 3) : fmt_slice(a, "%" PRId64, r->before_ms - 1);
+        if (r->has_cursor) {
+            ra.cursor_score = fmt_slice(a, "%" PRId64, r->cursor_time);
+            ra.cursor_member = r->cursor_member;
+        }
+        arg_range(&x, cmd, t, &ra);
         break;
     }
     case HR_OP_TLTRIM: {

@@ -349,7 +349,11 @@ Test(redis_cluster, standalone_outage_restart_and_lost_scripts) {
     /* works as a one-node cluster, scripts included */
     hr_put(b, S("a"), S("1"), 0);
     hr_zadd(b, S("z"), 1, S("m"));
+    /* from a cursor: a read without one is a native ZRANGE (redis_internal.h) */
     hr_zrange_spec sp = hr_zrange_all(false, 10);
+    sp.has_cursor = true;
+    sp.cursor_score = 0;
+    sp.cursor_member = S("");
     size_t zr = hr_zrange(b, S("z"), &sp);
     exec_ok(s, b, 0);
     cr_assert_eq(hr_batch_result(b, zr)->n_entries, 1);
