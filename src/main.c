@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "common/buf.h"
@@ -59,7 +60,8 @@ static void usage(FILE *f) {
             "                       any number of herald servers may share)\n"
             "  --secret-file FILE   the admin key; user tokens are HMACs under it. Without it\n"
             "                       every caller is the admin, so herald listens on loopback only\n"
-            "  --threads N          HTTP I/O threads (default: one per core)\n"
+            "  --threads N          HTTP I/O threads (default: one per core; four per core on\n"
+            "                       Redis Cluster, where a request mostly waits on the network)\n"
             "  --sync               fsync the RocksDB WAL before acknowledging a write\n"
             "  --set NAME=VALUE     any setting below\n"
             "  --config FILE        settings as lines of NAME = VALUE ('#' starts a comment);\n"
@@ -167,6 +169,18 @@ static int parse_serve_args(int argc, char **argv, hr_config *cfg) {
     return 0;
 }
 
+/* The I/O threads when --threads is not given: one per core keeps the cores
+ * busy when a request is CPU work in the process (RocksDB). On Redis Cluster
+ * a request mostly waits for its round trips, and one thread per core left
+ * the cores idle: home timeline pages on 2 cores at 64 connections
+ * (BENCHMARKS.md, "Activity feeds") with 2 threads 6.5-6.7 K pages/s, 4:
+ * 8.7-8.9 K, 8: 9.9-10.3 K, 16: 9.3-10.7 K. */
+static unsigned default_io_threads(const hr_store *store) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned n = cores > 0 ? (unsigned)cores : 1;
+    return hr_store_remote(store) ? 4 * n : n;
+}
+
 static int serve(int argc, char **argv) {
     hr_config cfg;
     hr_config_init(&cfg);
@@ -269,7 +283,7 @@ static int serve(int argc, char **argv) {
     hr_http_config hcfg = {0};
     hcfg.host = host;
     hcfg.port = port;
-    hcfg.threads = (unsigned)cfg.threads;
+    hcfg.threads = cfg.threads ? (unsigned)cfg.threads : default_io_threads(store);
     hcfg.body_max = cfg.body_max;
     hcfg.timeout_s = (unsigned)((cfg.timeout + 999) / 1000);
     hcfg.max_connections = (unsigned)cfg.max_connections;
@@ -285,8 +299,8 @@ static int serve(int argc, char **argv) {
         goto done;
     }
     bool v6 = strchr(host, ':') != NULL;
-    printf("herald ready: listening on http://%s%s%s:%u (store %s%s)\n", v6 ? "[" : "", host,
-           v6 ? "]" : "", (unsigned)hr_http_port(server), cfg.store,
+    printf("herald ready: listening on http://%s%s%s:%u (store %s, %u I/O threads%s)\n", v6 ? "[" : "", host,
+           v6 ? "]" : "", (unsigned)hr_http_port(server), cfg.store, hcfg.threads,
            auth ? ", tokens required" : ", no secret: loopback only");
     fflush(stdout);
 

@@ -35,6 +35,8 @@ typedef struct hr_store_backend {
     void (*origin_ref)(hr_origin *o, int delta);
     /* Other processes may write the same data (see hr_store_shared). */
     bool shared;
+    /* A batch is a network round trip (see hr_store_remote). */
+    bool remote;
 } hr_store_backend;
 
 struct hr_store {

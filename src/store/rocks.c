@@ -831,4 +831,4 @@ static void origin_ref(hr_origin *o, int delta) {
 }
 
 const hr_store_backend hr_rocks_backend = {"rocksdb", "rocksdb:", open_,  close_, ping_,
-                                           settle_,   exec_,      true,   origin_ref, false};
+                                           settle_,   exec_,      true,   origin_ref, false, false};

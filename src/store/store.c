@@ -43,6 +43,7 @@ void hr_origin_release(hr_store *s, hr_origin *o) {
 bool hr_store_batches_atomic(const hr_store *s) { return s->backend->batches_atomic; }
 
 bool hr_store_shared(const hr_store *s) { return s->backend->shared; }
+bool hr_store_remote(const hr_store *s) { return s->backend->remote; }
 
 int hr_store_ping(hr_store *s, hr_err *err) { return s->backend->ping(s, err); }
 

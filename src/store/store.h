@@ -159,6 +159,12 @@ bool hr_store_batches_atomic(const hr_store *s);
  * store, also hold a lease in the store (core/lease.h). */
 bool hr_store_shared(const hr_store *s);
 
+/* True when running a batch is a network round trip (Redis Cluster): the
+ * thread that runs it mostly waits, so a server needs more threads than
+ * cores to keep its cores busy. False on RocksDB, where a batch is CPU work
+ * in the process. */
+bool hr_store_remote(const hr_store *s);
+
 /* 0 when the store answers (RocksDB: always once open; Redis: every master
  * answers PING), else HR_EUNAVAIL with err filled. */
 int hr_store_ping(hr_store *s, hr_err *err);

@@ -1,6 +1,7 @@
 """The command line (API.md "Running"): --help, --version, bad arguments, --set, --config,
 the ready line and clean shutdown on SIGTERM / SIGINT."""
 
+import os
 import signal
 import subprocess
 import time
@@ -126,6 +127,17 @@ def test_ready_line(herald):
     assert "ready" in line and f"http://127.0.0.1:{h.port}" in line, line
     out = h.stdout_path.read_text()
     assert len(out.splitlines()) == 1, f"expected exactly one line on stdout: {out!r}"
+
+
+def test_io_threads_default_per_store(herald, backend):
+    # One I/O thread per core on RocksDB, where a request is CPU work; four per core on Redis
+    # Cluster, where a request mostly waits for its round trips. --threads overrides both.
+    per_core = 4 if backend == "redis" else 1
+    h = herald.start(backend)
+    assert f"{per_core * os.cpu_count()} I/O threads" in h.ready_line, h.ready_line
+    h.stop(check=True)
+    h = herald.start(backend, "--threads", "3")
+    assert "3 I/O threads" in h.ready_line, h.ready_line
 
 
 def test_threads_option(herald, backend):
