@@ -7,7 +7,9 @@
 #      the fan-out queue with 2 threads and prints timeline entries per second.
 #      On Redis every entry is a pipelined ZADD: that is the Redis reference.
 #   2. the headline dataset: `herald load --users $USERS` into RocksDB
-#   3. nginx answering a constant (the HTTP ceiling)
+#   3-6, on each store: RocksDB on the headline dataset, Redis Cluster on
+#      the fan-out dataset (part 1's; the headline one when both sizes agree):
+#   3. nginx answering a constant (the HTTP ceiling), just before the page
 #   4. herald on that dataset: home timeline page of 20 for random users,
 #      wrk at 64 connections (req/s, p50, p99, ratio to nginx)
 #   5. the page's cost in store round trips and operations (from /metrics
@@ -23,7 +25,7 @@
 # BENCH_FEEDS_PROBES (200), BENCH_FEEDS_DATA (unset): the RocksDB directory of a
 # dataset loaded before by `herald load --users $BENCH_FEEDS_USERS`; parts 1-2
 # are then skipped (no fan-out figures) and parts 3-6 run on it (the probes of
-# part 6 add activities to it).
+# part 6 add activities to it); Redis Cluster is then not measured.
 
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -83,7 +85,6 @@ else
     load fanout-redis "redis://127.0.0.1:$CLUSTER_PORT" "$FANOUT_USERS"
     FAN_ROCKS=$(entries_per_s fanout-rocksdb)
     FAN_REDIS=$(entries_per_s fanout-redis)
-    redis-cli -p "$CLUSTER_PORT" --cluster call "127.0.0.1:$CLUSTER_PORT" FLUSHALL >/dev/null 2>&1 || true
 fi
 
 # ---- 2. the headline dataset ------------------------------------------------------
@@ -98,35 +99,62 @@ else
     DATA=$TMP/main-rocks
 fi
 
-# ---- 3. nginx ---------------------------------------------------------------------
+# ---- 3-6. nginx, then herald on a dataset -------------------------------------------
+# measure NAME STORE USERS [SERVE_ARGS...]: parts 3-6 against one store; rows
+# "nginx constant (NAME)" and "herald timeline page (NAME)", and COST_NAME /
+# DELAY_NAME.
+measure() {
+    local name=$1 store=$2 users=$3
+    shift 3
+    start_nginx
+    run_wrk "nginx constant ($name)" "$CONNS" "" "http://127.0.0.1:$NGINX_PORT/"
+    stop_pid "$NGINX_PID"
+    start_herald "feeds-$name" "$store" "$@"
+    export BENCH_USERS=$users
+    run_wrk "herald timeline page ($name)" "$CONNS" bench/timeline.lua "$HERALD_URL"
+    COMMANDS+=("$PY bench/feeds_probe.py cost $HERALD_URL $users 2000")
+    printf -v "COST_$name" '%s' "$("$PY" bench/feeds_probe.py cost "$HERALD_URL" "$users" 2000)"
+    local cost_var="COST_$name" delay_var="DELAY_$name"
+    log "page cost ($name): ${!cost_var}"
+    # The probe runs while wrk reads timelines at 64 connections.
+    wrk -t"$WRK_THREADS" -c"$CONNS" -d"$(( PROBES / 5 + 30 ))s" -s bench/timeline.lua "$HERALD_URL" >"$TMP/wrk-bg.txt" 2>&1 &
+    local wrk_bg=$!
+    PIDS+=("$wrk_bg")
+    COMMANDS+=("$PY bench/feeds_probe.py delay $HERALD_URL $users $PROBES   (while wrk -c$CONNS reads timelines)")
+    printf -v "DELAY_$name" '%s' "$("$PY" bench/feeds_probe.py delay "$HERALD_URL" "$users" "$PROBES")"
+    log "create-to-visible ($name): ${!delay_var}"
+    stop_pid "$wrk_bg"
+    kill -0 "$HERALD_PID" 2>/dev/null || { tail_log "$TMP/herald-feeds-$name.err"; die "herald died during the run"; }
+    stop_pid "$HERALD_PID"
+}
+
 start_nginx
-run_wrk "nginx constant" "$CONNS" "" "http://127.0.0.1:$NGINX_PORT/"
 run_wrk "nginx timeline-shaped" "$CONNS" bench/timeline.lua "http://127.0.0.1:$NGINX_PORT"
 stop_pid "$NGINX_PID"
-
-# ---- 4-6. herald on the dataset -----------------------------------------------------
-start_herald feeds "rocksdb:$DATA"
-export BENCH_USERS=$USERS
-run_wrk "herald timeline page" "$CONNS" bench/timeline.lua "$HERALD_URL"
-COMMANDS+=("$PY bench/feeds_probe.py cost $HERALD_URL $USERS 2000")
-COST=$("$PY" bench/feeds_probe.py cost "$HERALD_URL" "$USERS" 2000)
-log "page cost: $COST"
-# The probe runs while wrk reads timelines at 64 connections.
-wrk -t"$WRK_THREADS" -c"$CONNS" -d"$(( PROBES / 5 + 30 ))s" -s bench/timeline.lua "$HERALD_URL" >"$TMP/wrk-bg.txt" 2>&1 &
-WRK_BG=$!
-PIDS+=("$WRK_BG")
-COMMANDS+=("$PY bench/feeds_probe.py delay $HERALD_URL $USERS $PROBES   (while wrk -c$CONNS reads timelines)")
-DELAY=$("$PY" bench/feeds_probe.py delay "$HERALD_URL" "$USERS" "$PROBES")
-log "create-to-visible: $DELAY"
-stop_pid "$WRK_BG"
-kill -0 "$HERALD_PID" 2>/dev/null || { tail_log "$TMP/herald-feeds.err"; die "herald died during the run"; }
-stop_pid "$HERALD_PID"
+measure rocksdb "rocksdb:$DATA" "$USERS"
+if [ -z "$REUSE_DATA" ]; then
+    # herald's default on Redis Cluster: four I/O threads per core (src/main.c)
+    measure redis "redis://127.0.0.1:$CLUSTER_PORT" "$FANOUT_USERS" --threads "$(( 4 * $(nproc) ))"
+    redis-cli -p "$CLUSTER_PORT" --cluster call "127.0.0.1:$CLUSTER_PORT" FLUSHALL >/dev/null 2>&1 || true
+fi
 
 # ---- report -------------------------------------------------------------------------
 field() { for r in "${ROWS[@]}"; do [ "${r%%|*}" = "$1" ] && { echo "$r" | cut -d'|' -f"$2"; return; }; done; }
-NG=$(field "nginx constant" 2)
-HT=$(field "herald timeline page" 2)
-RATIO=$(awk -v a="$HT" -v b="$NG" 'BEGIN { printf "%.2f", a / b }')
+# page_rows NAME LABEL USERS: the page, nginx, ratio, cost and delay rows of one store.
+page_rows() {
+    local name=$1 label=$2 users=$3 ng ht cost_var="COST_$1" delay_var="DELAY_$1"
+    ht=$(field "herald timeline page ($name)" 2)
+    if [ -z "$ht" ]; then
+        echo "| $label: timeline page, page cost, create-to-visible | not measured (BENCH_FEEDS_DATA) | |"
+        return
+    fi
+    ng=$(field "nginx constant ($name)" 2)
+    echo "| $label: home timeline page of 20, $users users | $ht req/s, p50 $(field "herald timeline page ($name)" 3) ms, p99 $(field "herald timeline page ($name)" 4) ms | |"
+    echo "| $label: nginx constant, just before | $ng req/s | |"
+    echo "| $label: timeline / nginx | $(awk -v a="$ht" -v b="$ng" 'BEGIN { printf "%.2f", a / b }') | >= 0.5, p99 <= 5 ms |"
+    echo "| $label: page cost | ${!cost_var} | O(1) range reads + 1 multi-get + 1 per big account |"
+    echo "| $label: create-to-visible, 450 followers, under load | ${!delay_var} | |"
+}
 FRATIO=$(awk -v a="$FAN_ROCKS" -v b="$FAN_REDIS" 'BEGIN { if (b + 0 > 0) printf "%.1f", a / b; else printf "?" }')
 mkdir -p "$(dirname "$RESULTS")"
 {
@@ -140,11 +168,8 @@ mkdir -p "$(dirname "$RESULTS")"
     echo "| fan-out, RocksDB (${REUSE_DATA:+not run: }$FANOUT_USERS users) | $(unit "$FAN_ROCKS") | >= 1,000,000 |"
     echo "| fan-out, Redis Cluster, pipelined ZADD (same dataset) | $(unit "$FAN_REDIS") | |"
     echo "| RocksDB / Redis | ${FRATIO}x | >= 2x |"
-    echo "| home timeline page of 20, $USERS users | $HT req/s, p50 $(field "herald timeline page" 3) ms, p99 $(field "herald timeline page" 4) ms | |"
-    echo "| nginx constant | $NG req/s | |"
-    echo "| timeline / nginx | $RATIO | >= 0.5, p99 <= 5 ms |"
-    echo "| page cost | $COST | O(1) range reads + 1 multi-get + 1 per big account |"
-    echo "| create-to-visible, 450 followers, under load | $DELAY | |"
+    page_rows rocksdb RocksDB "$USERS"
+    page_rows redis "Redis Cluster" "$FANOUT_USERS"
     echo
     echo "Datasets:"
     echo; echo '```'; cat "$TMP/load-fanout-rocksdb.txt" "$TMP/load-fanout-redis.txt" "$TMP/load-main.txt"; echo '```'
