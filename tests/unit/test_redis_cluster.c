@@ -20,6 +20,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <hiredis.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -307,17 +308,28 @@ Test(redis_cluster, unavailable_silent_node_times_out) {
     cr_assert(strstr(err.msg, "no answer within 300 ms"), "message: %s", err.msg);
 }
 
+/* The private redis-server running now, if any: a failed assertion ends
+ * the test before its stop_redis, and the .fini below kills it then. */
+static pid_t spawned = -1;
+
 /* A private redis-server (no cluster: the client treats it as one node that
  * owns every slot), so outages can be staged without touching the shared
- * cluster. */
+ * cluster. Its standard streams are /dev/null: one left holding the test
+ * runner's stdout would keep a pipe reading it (`unit | tail`) open. */
 static pid_t spawn_redis(int port) {
     char port_s[16];
     snprintf(port_s, sizeof port_s, "%d", port);
     char *argv[] = {"redis-server", "--port", port_s,        "--bind", "127.0.0.1", "--save",    "",
                     "--appendonly", "no",     "--daemonize", "no",     "--logfile", "/dev/null", NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    for (int fd = 0; fd <= 2; fd++)
+        posix_spawn_file_actions_addopen(&fa, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0);
     pid_t pid;
-    int rc = posix_spawnp(&pid, "redis-server", NULL, NULL, argv, environ);
+    int rc = posix_spawnp(&pid, "redis-server", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
     cr_assert_eq(rc, 0, "cannot start redis-server: %s", strerror(rc));
+    spawned = pid;
     for (int i = 0; i < 100; i++) { /* up to 5 s */
         struct timeval tv = {0, 200000};
         redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
@@ -334,9 +346,14 @@ static pid_t spawn_redis(int port) {
 static void stop_redis(pid_t pid) {
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
+    spawned = -1;
 }
 
-Test(redis_cluster, standalone_outage_restart_and_lost_scripts) {
+static void stop_spawned(void) {
+    if (spawned > 0) stop_redis(spawned);
+}
+
+Test(redis_cluster, standalone_outage_restart_and_lost_scripts, .fini = stop_spawned) {
     int port = closed_port();
     pid_t pid = spawn_redis(port);
     char uri[64];
