@@ -71,8 +71,9 @@
  *   - 256 MB memtables, three at most: the flush's cost per list is spread
  *     over more entries per list. Process CPU per fan-out entry: 4.3 us
  *     with 64 MB, 3.6 with 128 MB, 2.4-2.7 with 256 MB.
- *   - Prefix blooms only (no whole-key filter): lists are scanned, never
- *     looked up by key. Reads stay within their list's prefix (the bounds),
+ *   - No memtable bloom (the bucket answers for its list), and prefix
+ *     blooms only in the tables (no whole-key filter): lists are scanned,
+ *     never looked up by key. Reads stay within their list's prefix (the bounds),
  *     as a hashed memtable requires.
  *   - Tried and left: unordered_write (a snapshot could see half a batch,
  *     which store.h rules out), two writer threads on a concurrent skiplist
@@ -378,6 +379,13 @@ void tl_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache, rocksdb_compact
     rocksdb_options_set_hash_link_list_rep(o, TL_HASH_BUCKETS);
     rocksdb_options_set_write_buffer_size(o, TL_WRITE_BUFFER);
     rocksdb_options_set_max_write_buffer_number(o, TL_WRITE_BUFFERS);
+    /* No memtable bloom filter (rocks.c gives every other column family
+     * one): a list's bucket in the hashed memtable already says whether the
+     * memtable holds the list, and nothing looks a time-list key up by
+     * itself. Each add paid for two random writes into a 13 MB filter.
+     * Measured (BENCHMARKS.md, "Time lists"): store_micro fanout 702-709 K
+     * -> 868-991 K entries/s, 2.2 -> 1.55-1.77 us of process CPU each. */
+    rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, 0);
     rocksdb_options_set_compaction_filter_factory(o, filter);
 
     /* Bloom filters of list prefixes, not of whole keys: a time list is only
