@@ -383,8 +383,8 @@ void tl_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache, rocksdb_compact
      * one): a list's bucket in the hashed memtable already says whether the
      * memtable holds the list, and nothing looks a time-list key up by
      * itself. Each add paid for two random writes into a 13 MB filter.
-     * Measured (BENCHMARKS.md, "Time lists"): store_micro fanout 702-709 K
-     * -> 868-991 K entries/s, 2.2 -> 1.55-1.77 us of process CPU each. */
+     * Measured (BENCHMARKS.md, "Time lists"): store_micro fanout +10-40 %
+     * entries/s (702-709 K -> 700-991 K over five rounds on a noisy host). */
     rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, 0);
     rocksdb_options_set_compaction_filter_factory(o, filter);
 
