@@ -101,8 +101,9 @@ fi
 
 # ---- 3-6. nginx, then herald on a dataset -------------------------------------------
 # measure NAME STORE USERS [SERVE_ARGS...]: parts 3-6 against one store; rows
-# "nginx constant (NAME)" and "herald timeline page (NAME)", and COST_NAME /
-# DELAY_NAME.
+# "nginx constant (NAME)" and "herald timeline page (NAME)", and COST[NAME] /
+# DELAY[NAME].
+declare -A COST DELAY
 measure() {
     local name=$1 store=$2 users=$3
     shift 3
@@ -113,16 +114,15 @@ measure() {
     export BENCH_USERS=$users
     run_wrk "herald timeline page ($name)" "$CONNS" bench/timeline.lua "$HERALD_URL"
     COMMANDS+=("$PY bench/feeds_probe.py cost $HERALD_URL $users 2000")
-    printf -v "COST_$name" '%s' "$("$PY" bench/feeds_probe.py cost "$HERALD_URL" "$users" 2000)"
-    local cost_var="COST_$name" delay_var="DELAY_$name"
-    log "page cost ($name): ${!cost_var}"
+    COST[$name]=$("$PY" bench/feeds_probe.py cost "$HERALD_URL" "$users" 2000)
+    log "page cost ($name): ${COST[$name]}"
     # The probe runs while wrk reads timelines at 64 connections.
     wrk -t"$WRK_THREADS" -c"$CONNS" -d"$(( PROBES / 5 + 30 ))s" -s bench/timeline.lua "$HERALD_URL" >"$TMP/wrk-bg.txt" 2>&1 &
     local wrk_bg=$!
     PIDS+=("$wrk_bg")
     COMMANDS+=("$PY bench/feeds_probe.py delay $HERALD_URL $users $PROBES   (while wrk -c$CONNS reads timelines)")
-    printf -v "DELAY_$name" '%s' "$("$PY" bench/feeds_probe.py delay "$HERALD_URL" "$users" "$PROBES")"
-    log "create-to-visible ($name): ${!delay_var}"
+    DELAY[$name]=$("$PY" bench/feeds_probe.py delay "$HERALD_URL" "$users" "$PROBES")
+    log "create-to-visible ($name): ${DELAY[$name]}"
     stop_pid "$wrk_bg"
     kill -0 "$HERALD_PID" 2>/dev/null || { tail_log "$TMP/herald-feeds-$name.err"; die "herald died during the run"; }
     stop_pid "$HERALD_PID"
@@ -133,8 +133,9 @@ run_wrk "nginx timeline-shaped" "$CONNS" bench/timeline.lua "http://127.0.0.1:$N
 stop_pid "$NGINX_PID"
 measure rocksdb "rocksdb:$DATA" "$USERS"
 if [ -z "$REUSE_DATA" ]; then
-    # herald's default on Redis Cluster: four I/O threads per core (src/main.c)
-    measure redis "redis://127.0.0.1:$CLUSTER_PORT" "$FANOUT_USERS" --threads "$(( 4 * $(nproc) ))"
+    # --threads 0: herald's own default for the store (four I/O threads per core
+    # on Redis Cluster), in place of start_herald's 2
+    measure redis "redis://127.0.0.1:$CLUSTER_PORT" "$FANOUT_USERS" --threads 0
     redis-cli -p "$CLUSTER_PORT" --cluster call "127.0.0.1:$CLUSTER_PORT" FLUSHALL >/dev/null 2>&1 || true
 fi
 
@@ -142,7 +143,7 @@ fi
 field() { for r in "${ROWS[@]}"; do [ "${r%%|*}" = "$1" ] && { echo "$r" | cut -d'|' -f"$2"; return; }; done; }
 # page_rows NAME LABEL USERS: the page, nginx, ratio, cost and delay rows of one store.
 page_rows() {
-    local name=$1 label=$2 users=$3 ng ht cost_var="COST_$1" delay_var="DELAY_$1"
+    local name=$1 label=$2 users=$3 ng ht
     ht=$(field "herald timeline page ($name)" 2)
     if [ -z "$ht" ]; then
         echo "| $label: timeline page, page cost, create-to-visible | not measured (BENCH_FEEDS_DATA) | |"
@@ -152,8 +153,8 @@ page_rows() {
     echo "| $label: home timeline page of 20, $users users | $ht req/s, p50 $(field "herald timeline page ($name)" 3) ms, p99 $(field "herald timeline page ($name)" 4) ms | |"
     echo "| $label: nginx constant, just before | $ng req/s | |"
     echo "| $label: timeline / nginx | $(awk -v a="$ht" -v b="$ng" 'BEGIN { printf "%.2f", a / b }') | >= 0.5, p99 <= 5 ms |"
-    echo "| $label: page cost | ${!cost_var} | O(1) range reads + 1 multi-get + 1 per big account |"
-    echo "| $label: create-to-visible, 450 followers, under load | ${!delay_var} | |"
+    echo "| $label: page cost | ${COST[$name]} | O(1) range reads + 1 multi-get + 1 per big account |"
+    echo "| $label: create-to-visible, 450 followers, under load | ${DELAY[$name]} | |"
 }
 FRATIO=$(awk -v a="$FAN_ROCKS" -v b="$FAN_REDIS" 'BEGIN { if (b + 0 > 0) printf "%.1f", a / b; else printf "?" }')
 mkdir -p "$(dirname "$RESULTS")"
