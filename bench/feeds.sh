@@ -140,7 +140,8 @@ if [ -z "$REUSE_DATA" ]; then
 fi
 
 # ---- report -------------------------------------------------------------------------
-field() { for r in "${ROWS[@]}"; do [ "${r%%|*}" = "$1" ] && { echo "$r" | cut -d'|' -f"$2"; return; }; done; }
+# field ROW COLUMN: a column of a row of ROWS; nothing (and success) if there is no such row
+field() { for r in "${ROWS[@]}"; do [ "${r%%|*}" = "$1" ] && { echo "$r" | cut -d'|' -f"$2"; return; }; done; return 0; }
 # page_rows NAME LABEL USERS: the page, nginx, ratio, cost and delay rows of one store.
 page_rows() {
     local name=$1 label=$2 users=$3 ng ht
