@@ -48,9 +48,10 @@ static void usage(FILE *f) {
             "  herald load [--users N] [--activities N] [--seed N] [--store URI] [--threads N]\n"
             "              [--set NAME=VALUE]...   build a synthetic social dataset: N users\n"
             "              (default 10000) following ~450 each (power law), groups, N x\n"
-            "              activities posts over 60 days, fanned out; a progress bar on a terminal;\n"
-            "              then waits for RocksDB's compactions of the load, so that a server\n"
-            "              started next reads a settled store\n"
+            "              activities posts over 60 days, fanned out once RocksDB has compacted\n"
+            "              the graph (so the fan-out's time is its own); a progress bar on a\n"
+            "              terminal; then waits for RocksDB's compactions of the load, so that a\n"
+            "              server started next reads a settled store\n"
             "  herald --help | --version\n"
             "\n"
             "serve options (each is also a setting: --listen X is --set listen=X):\n"
@@ -327,9 +328,6 @@ done:
 
 /* ---- load ----------------------------------------------------------------- */
 
-/* How long herald load waits for the store's compactions at most. */
-#define LOAD_SETTLE_MAX_S 3600.0
-
 /* herald load [--users N] [--activities N] [--seed N] [serve's --store, --set,
  * --config, --threads]: the loader's own flags are taken out first, the rest
  * are settings (fanout_threshold decides who is big while loading). */
@@ -388,10 +386,11 @@ static int load(int argc, char **argv) {
                    (unsigned long long)st.users, (unsigned long long)st.follows, (double)st.follows / (double)st.users,
                    (unsigned long long)st.groups, (unsigned long long)st.memberships,
                    (unsigned long long)st.activities, (unsigned long long)st.big_accounts);
-            printf("graph %.1fs (%.0f follows/s)  activities %.1fs (%.0f creates/s)  fan-out %.1fs: %llu timeline "
-                   "entries, %.0f entries/s\n",
+            printf("graph %.1fs (%.0f follows/s)  activities %.1fs (%.0f creates/s)  graph settled %.1fs  "
+                   "fan-out %.1fs: %llu timeline entries, %.0f entries/s\n",
                    st.graph_s, (double)st.follows / st.graph_s, st.activities_s,
-                   (double)st.activities / st.activities_s, st.fanout_s, (unsigned long long)st.fanout_entries,
+                   (double)st.activities / st.activities_s, st.settle_s, st.fanout_s,
+                   (unsigned long long)st.fanout_entries,
                    st.fanout_s > 0 ? (double)st.fanout_entries / st.fanout_s : 0.0);
         }
         if (status == 0 && hr_store_settles(store)) {
@@ -400,7 +399,7 @@ static int load(int argc, char **argv) {
              * with their compaction (hr_store_settle). */
             fprintf(stderr, "herald load: waiting for the store's flushes and compactions\n");
             bool settled;
-            double waited = hr_store_settle(store, LOAD_SETTLE_MAX_S, &settled);
+            double waited = hr_store_settle(store, HR_LOAD_SETTLE_MAX_S, &settled);
             printf("settled in %.1fs%s\n", waited, settled ? "" : " (gave up: compactions still running)");
         }
         hr_feeds_free(feeds);

@@ -39,11 +39,15 @@ typedef struct hr_load_options {
     FILE *out;              /* progress and the summary */
 } hr_load_options;
 
+/* How long the load waits for RocksDB's compactions at most, each time. */
+#define HR_LOAD_SETTLE_MAX_S 3600.0
+
 typedef struct hr_load_stats {
     uint64_t users, follows, groups, memberships, activities;
     uint64_t big_accounts;       /* actors past fanout_threshold */
     uint64_t fanout_entries;     /* timeline entries written by the drain */
     double graph_s, activities_s, fanout_s;
+    double settle_s;             /* waited for the graph's compactions before the fan-out */
 } hr_load_stats;
 
 /* Build the dataset; fanout options give the drain's batch size. */
