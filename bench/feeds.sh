@@ -68,6 +68,7 @@ load() {
     "${cmd[@]}" >"$TMP/load-$name.txt" 2>"$TMP/load-$name.err" || { tail_log "$TMP/load-$name.err"; die "herald load ($name) failed"; }
     cat "$TMP/load-$name.txt" >&2
 }
+flush_cluster() { redis-cli -p "$CLUSTER_PORT" --cluster call "127.0.0.1:$CLUSTER_PORT" FLUSHALL >/dev/null 2>&1 || true; }
 entries_per_s() { grep -o '[0-9]* entries/s' "$TMP/load-$1.txt" | awk '{print $1}'; }
 
 log "machine: $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -131,20 +132,20 @@ run_wrk "nginx timeline-shaped" "$CONNS" bench/timeline.lua "http://127.0.0.1:$N
 stop_pid "$NGINX_PID"
 # RocksDB is measured before the Redis dataset is loaded: at 100,000 users the
 # cluster holds ~21 GB, which left too little memory on a 24 GB machine for the
-# page cache to hold the 4.5 GB RocksDB store, so its pages read the disk.
+# page cache to hold the 3.6 GB RocksDB store, so its pages read the disk.
 page_cache_warm "$DATA"
 measure rocksdb "rocksdb:$DATA" "$USERS"
 
 # ---- 1 (Redis). the same fan-out into Redis Cluster, then parts 3-6 on it -------------
 if [ -z "$REUSE_DATA" ]; then
     ensure_cluster "$CLUSTER_PORT"
-    redis-cli -p "$CLUSTER_PORT" --cluster call "127.0.0.1:$CLUSTER_PORT" FLUSHALL >/dev/null 2>&1 || true
+    flush_cluster
     load fanout-redis "redis://127.0.0.1:$CLUSTER_PORT" "$FANOUT_USERS"
     FAN_REDIS=$(entries_per_s fanout-redis)
     # --threads 0: herald's own default for the store (four I/O threads per core
     # on Redis Cluster), in place of start_herald's 2
     measure redis "redis://127.0.0.1:$CLUSTER_PORT" "$FANOUT_USERS" --threads 0
-    redis-cli -p "$CLUSTER_PORT" --cluster call "127.0.0.1:$CLUSTER_PORT" FLUSHALL >/dev/null 2>&1 || true
+    flush_cluster
 fi
 
 # ---- report -------------------------------------------------------------------------

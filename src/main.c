@@ -397,9 +397,8 @@ static int load(int argc, char **argv) {
             /* The load leaves RocksDB level-0 files to compact; a server
              * started at once would read through them and share the cores
              * with their compaction (hr_store_settle). */
-            fprintf(stderr, "herald load: waiting for the store's flushes and compactions\n");
             bool settled;
-            double waited = hr_store_settle(store, HR_LOAD_SETTLE_MAX_S, &settled);
+            double waited = hr_load_settle(store, stderr, "the store's flushes and compactions", &settled);
             printf("settled in %.1fs%s\n", waited, settled ? "" : " (gave up: compactions still running)");
         }
         hr_feeds_free(feeds);

@@ -279,6 +279,15 @@ static double run_phase(shared *sh, const char *name, uint64_t total, void *(*fn
     return secs;
 }
 
+#define SETTLE_MAX_S 3600.0 /* far past any compaction of a load */
+
+double hr_load_settle(hr_store *store, FILE *out, const char *what, bool *settled) {
+    *settled = true;
+    if (!hr_store_settles(store)) return 0;
+    if (out) fprintf(out, "herald load: waiting for %s\n", what);
+    return hr_store_settle(store, SETTLE_MAX_S, settled);
+}
+
 int hr_load_run(hr_store *store, hr_graph *graph, hr_feeds *feeds, const hr_fanout_options *fo,
                 const hr_load_options *o, hr_load_stats *stats, hr_err *err) {
     memset(stats, 0, sizeof *stats);
@@ -304,10 +313,10 @@ int hr_load_run(hr_store *store, hr_graph *graph, hr_feeds *feeds, const hr_fano
      * timed on a settled store, so that its rate is its own work (with the
      * flushes and compactions of its own entries that run while it drains),
      * not the graph's. At 100,000 users the wait took 4.8 s (BENCHMARKS.md). */
-    if (!atomic_load(&sh->failed) && hr_store_settles(store)) {
-        if (o->out) fprintf(o->out, "herald load: waiting for the graph's compactions before the fan-out\n");
+    if (!atomic_load(&sh->failed)) {
         bool settled;
-        stats->settle_s = hr_store_settle(store, HR_LOAD_SETTLE_MAX_S, &settled);
+        stats->settle_s =
+            hr_load_settle(store, o->out, "the graph's compactions before the fan-out", &settled);
     }
     uint64_t before = hr_fanout_entries_total();
     if (!atomic_load(&sh->failed)) {

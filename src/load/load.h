@@ -39,9 +39,6 @@ typedef struct hr_load_options {
     FILE *out;              /* progress and the summary */
 } hr_load_options;
 
-/* How long the load waits for RocksDB's compactions at most, each time. */
-#define HR_LOAD_SETTLE_MAX_S 3600.0
-
 typedef struct hr_load_stats {
     uint64_t users, follows, groups, memberships, activities;
     uint64_t big_accounts;       /* actors past fanout_threshold */
@@ -49,6 +46,12 @@ typedef struct hr_load_stats {
     double graph_s, activities_s, fanout_s;
     double settle_s;             /* waited for the graph's compactions before the fan-out */
 } hr_load_stats;
+
+/* Wait, up to an hour, for the store's flushes and compactions (RocksDB;
+ * Redis has none: 0 at once), after saying "herald load: waiting for
+ * <what>" on out (if any). Returns the seconds waited; *settled is false
+ * if it gave up. */
+double hr_load_settle(hr_store *store, FILE *out, const char *what, bool *settled);
 
 /* Build the dataset; fanout options give the drain's batch size. */
 int hr_load_run(hr_store *store, hr_graph *graph, hr_feeds *feeds, const hr_fanout_options *fo,
