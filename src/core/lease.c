@@ -56,18 +56,29 @@ int hr_lease_take(hr_lease *l, hr_store *s, hr_slice key, const char *what, hr_e
     return rc;
 }
 
-void hr_lease_drop(hr_lease *l, hr_store *s, hr_slice key) {
-    if (!l->held) return;
+size_t hr_lease_drop_op(hr_lease *l, hr_batch *b, hr_slice key) {
     l->held = false;
-    hr_batch *b = hr_batch_new();
-    hr_del_if_equal(b, key, hr_slice_str(l->token));
-    hr_err err = {0};
-    int rc = hr_store_exec(s, b, 0, &err);
-    if (rc == HR_OK && hr_batch_result(b, 0)->num != 1)
+    return hr_del_if_equal(b, key, hr_slice_str(l->token));
+}
+
+void hr_lease_dropped(const hr_batch *b, size_t op, int rc, const hr_err *err, hr_slice key) {
+    if (rc == HR_OK && hr_batch_result(b, op)->rc != HR_OK)
+        hr_warn("lease %.*s not dropped (%s); it expires in %d ms", (int)key.len, key.ptr,
+                hr_strerror(hr_batch_result(b, op)->rc), HR_LEASE_MS);
+    else if (rc == HR_OK && hr_batch_result(b, op)->num != 1)
         hr_warn("lease %.*s was gone when dropped (held past its %d ms?)", (int)key.len, key.ptr,
                 HR_LEASE_MS);
     else if (rc != HR_OK)
-        hr_warn("lease %.*s not dropped (%s); it expires in %d ms", (int)key.len, key.ptr, err.msg,
+        hr_warn("lease %.*s not dropped (%s); it expires in %d ms", (int)key.len, key.ptr, err->msg,
                 HR_LEASE_MS);
+}
+
+void hr_lease_drop(hr_lease *l, hr_store *s, hr_slice key) {
+    if (!l->held) return;
+    hr_batch *b = hr_batch_new();
+    size_t op = hr_lease_drop_op(l, b, key);
+    hr_err err = {0};
+    int rc = hr_store_exec(s, b, 0, &err);
+    hr_lease_dropped(b, op, rc, &err, key);
     hr_batch_free(b);
 }

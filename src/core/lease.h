@@ -23,7 +23,8 @@
  *
  * COST. Taking it is one op, which the caller puts into the batch of its
  * first reads (in the same hash slot when its key shares their hash tag);
- * dropping it is one batch. A caller on a store that one process owns
+ * dropping it is one batch, or one op in the batch of the caller's last
+ * writes when they share its slot. A caller on a store that one process owns
  * (hr_store_shared false) needs none of this. */
 #ifndef HR_LEASE_H
 #define HR_LEASE_H
@@ -68,5 +69,13 @@ int hr_lease_take(hr_lease *l, hr_store *s, hr_slice key, const char *what, hr_e
 
 /* Give the lease back if held (one batch; if that fails the lease expires). */
 void hr_lease_drop(hr_lease *l, hr_store *s, hr_slice key);
+
+/* Add the return of the held lease named key to batch b, for a caller whose
+ * last writes share its hash slot (they run in order before it); returns
+ * the op's index. The lease is no longer held. After the batch ran (rc,
+ * err: what hr_store_exec answered), hr_lease_dropped logs what
+ * hr_lease_drop would have. */
+size_t hr_lease_drop_op(hr_lease *l, hr_batch *b, hr_slice key);
+void hr_lease_dropped(const hr_batch *b, size_t op, int rc, const hr_err *err, hr_slice key);
 
 #endif

@@ -177,6 +177,160 @@ static pthread_mutex_t *lock_of(hr_ratings *r, hr_slice s, hr_slice o) {
     return &r->locks[h & (LOCK_STRIPES - 1)];
 }
 
+/* One upsert: what it was asked, what its first round trip read, and what
+ * it decided from that (see hr_ratings_put). */
+typedef struct upsert {
+    hr_ratings *r;
+    hr_slice subject, object;
+    int score;
+    int64_t time_ms, st; /* st: the new rating's stamp */
+    hr_story story;
+    bool had; /* the subject's record {rs/S} holds a rating of the object: old */
+    hr_rating old;
+    int64_t old_st;
+    size_t rated; /* how many ratings the subject has */
+    bool noted;   /* Redis Cluster: the story's note of the subject's vote (stories.h): noted_st */
+    int64_t noted_st;
+    int held;    /* the subject's score that the story's sum holds */
+    bool atomic; /* the store's batches are atomic (RocksDB): no notes */
+    hr_buf k, m;
+} upsert;
+
+/* The subject's score that the story's sum holds: the note's, where the
+ * store keeps notes (written in one step with every change of the sum, so
+ * it is right even where a killed upsert changed the sum and not the
+ * record), else the record's. */
+static void upsert_decide(upsert *u) {
+    u->held = u->noted ? (int)(u->noted_st % 4) - 1 : u->had ? u->old.score : 0;
+}
+
+/* Round trip 1: the subject's record of the object and how many ratings
+ * the subject has, the story (it must exist; its time is the hot score's),
+ * and on Redis Cluster the note. On a shared store the lease is taken
+ * first, in the record's slot, so the record read is the one the last
+ * holder left; the batch runs again while another server holds it. The
+ * note lives in another slot, so its read may come before the take: the
+ * vote's compare-and-set checks it (upsert_write). */
+static int upsert_read(upsert *u, hr_batch *b, hr_lease *lease, hr_slice lk, hr_arena *a, hr_err *err) {
+    hr_ratings *r = u->r;
+    size_t old_op = 0, card_op = 0, st_op = 0, lease_op = 0, note_op = 0;
+    int rc = HR_OK;
+    for (bool again = true; again;) {
+        again = false;
+        hr_batch_reset(b);
+        if (lease) lease_op = hr_lease_take_op(lease, b, lk);
+        old_op = hr_zscore(b, subject_key(&u->k, r, u->subject), u->object);
+        card_op = hr_zcard(b, subject_key(&u->k, r, u->subject));
+        st_op = hr_stories_fill_ops(r->stories, b, u->object);
+        if (!u->atomic) note_op = hr_stories_vote_note_op(r->stories, b, u->object, u->subject);
+        rc = hr_store_exec(r->store, b, 0, err);
+        if (rc == HR_OK && lease) rc = hr_lease_taken(lease, b, lease_op, "this rating", &again, err);
+    }
+    if (rc == HR_OK) rc = hr_stories_fill_result(b, st_op, u->object, a, &u->story, err);
+    if (rc == HR_ENOTFOUND)
+        return hr_err_set(err, HR_ENOTFOUND, "no story '%.*s'", (int)u->object.len, u->object.ptr);
+    if (rc != HR_OK) return rc;
+    const hr_result *res = hr_batch_result(b, old_op);
+    if (res->rc == HR_OK) {
+        if ((rc = unstamp(res->score, u->subject, u->object, a, &u->old, err)) != HR_OK) return rc;
+        u->had = true;
+        u->old_st = stamp_i(u->old.score, u->old.time_ms);
+    } else if (res->rc != HR_ENOTFOUND) {
+        return op_error(res, err, "rating");
+    }
+    u->rated = (size_t)hr_batch_result(b, card_op)->num;
+    if (!u->atomic) {
+        res = hr_batch_result(b, note_op);
+        if (res->rc != HR_OK && res->rc != HR_ENOTFOUND) return op_error(res, err, "vote note");
+        u->noted = res->rc == HR_OK;
+        u->noted_st = u->noted ? (int64_t)res->score : 0;
+    }
+    return HR_OK;
+}
+
+/* Read the note again (a compare-and-set found it changed since round
+ * trip 1: that read raced the lease's take). */
+static int upsert_reread_note(upsert *u, hr_batch *b, hr_err *err) {
+    hr_batch_reset(b);
+    size_t op = hr_stories_vote_note_op(u->r->stories, b, u->object, u->subject);
+    int rc = hr_store_exec(u->r->store, b, 0, err);
+    if (rc != HR_OK) return rc;
+    const hr_result *res = hr_batch_result(b, op);
+    if (res->rc != HR_OK && res->rc != HR_ENOTFOUND) return op_error(res, err, "vote note");
+    u->noted = res->rc == HR_OK;
+    u->noted_st = u->noted ? (int64_t)res->score : 0;
+    upsert_decide(u);
+    return HR_OK;
+}
+
+/* Round trip 2: the story's list and the list of all (the old entries go
+ * with blind deletes at their stamps, the new one comes with a blind
+ * write), the seen set, and the vote. On RocksDB the subject's record goes
+ * in the same atomic WriteBatch. On Redis Cluster the vote's script writes
+ * the note with the sum, and always runs (a delta of 0 too), so that the
+ * note follows every upsert; the record comes after (upsert_finish).
+ * *sum: the story's sum afterwards; *settled: whether the hot score
+ * followed it. */
+static int upsert_write(upsert *u, hr_batch *b, hr_err *err, int64_t *sum, bool *settled) {
+    hr_ratings *r = u->r;
+    int64_t delta = u->score - u->held;
+    int rc = HR_OK;
+    for (int tries = 0;; tries++) {
+        hr_batch_reset(b);
+        /* Each key into u->k is used before the next one is made. The
+         * new entries are written even when the record holds them already:
+         * on Redis Cluster an upsert killed mid-way may have moved them. */
+        bool moved = u->had && u->old_st != u->st;
+        hr_slice ok = object_key(&u->k, r, u->object);
+        if (moved) hr_tlrem(b, ok, u->old_st, u->subject);
+        hr_tladd(b, ok, u->st, u->subject, 0);
+        hr_slice ak = all_key(&u->k, r, all_shard(u->subject, u->object));
+        hr_slice member = pair(&u->m, u->subject, u->object);
+        if (moved) hr_tlrem(b, ak, u->old_st, member);
+        hr_tladd(b, ak, u->st, member, 0);
+        uint64_t id64;
+        if (!u->had && u->rated + 1 >= r->seen_min && id_u64(u->object, &id64)) /* see hr_ratings_unseen */
+            hr_pset_add(b, seen_key(&u->k, r, u->subject), id64, 0);
+        hr_vote vote = {0};
+        hr_voter voter = {
+            .id = u->subject, .stamp = (double)u->st, .noted = u->noted ? (double)u->noted_st : NAN};
+        bool voting = delta || !u->atomic;
+        if (voting)
+            vote = hr_stories_vote_ops(r->stories, b, u->object, u->story.time_ms, u->story.score, delta,
+                                       &voter);
+        if (u->atomic) hr_zadd_time(b, subject_key(&u->k, r, u->subject), u->st, u->object);
+        rc = hr_store_exec(r->store, b, 0, err);
+        if (rc != HR_OK) return rc;
+        if (voting && hr_batch_result(b, vote.op)->rc == HR_ECONFLICT && tries < 2) {
+            /* The note changed since round trip 1 read it: read it again
+             * (the lease is held now) and write again. */
+            if ((rc = upsert_reread_note(u, b, err)) != HR_OK) return rc;
+            delta = u->score - u->held;
+            continue;
+        }
+        for (size_t i = 0; i < hr_batch_len(b); i++)
+            if (hr_batch_result(b, i)->rc != HR_OK) return op_error(hr_batch_result(b, i), err, "rating");
+        *sum = voting ? (int64_t)llround(hr_batch_result(b, vote.op)->score) : u->story.score;
+        *settled = !voting || hr_stories_vote_settled(&vote, *sum);
+        return HR_OK;
+    }
+}
+
+/* Round trip 3 on Redis Cluster: the subject's record, last, and the
+ * lease's return after it (same slot: in order). */
+static int upsert_finish(upsert *u, hr_batch *b, hr_lease *lease, hr_slice lk, hr_err *err) {
+    hr_batch_reset(b);
+    size_t rating_op = hr_zadd_time(b, subject_key(&u->k, u->r, u->subject), u->st, u->object);
+    size_t drop_op = lease ? hr_lease_drop_op(lease, b, lk) : 0;
+    int rc = hr_store_exec(u->r->store, b, 0, err);
+    if (lease) hr_lease_dropped(b, drop_op, rc, err, lk);
+    const hr_result *res = hr_batch_result(b, rating_op);
+    if (rc == HR_OK && res->rc != HR_OK) rc = op_error(res, err, "rating");
+    return rc;
+}
+
+/* Round trips 1 to 3 (ratings.h: "Crash consistency" says why the record
+ * comes last on Redis Cluster, and what the note is for). */
 int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, int64_t time_ms, hr_arena *a,
                    hr_rating *out, bool *applied, int64_t *story_score, hr_err *err) {
     memset(out, 0, sizeof *out);
@@ -189,96 +343,42 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
     if (time_ms < 0 || time_ms > HR_TIME_MAX_MS)
         return hr_err_set(err, HR_EINVAL, "time must be 0..%lld ms since the epoch", HR_TIME_MAX_MS);
 
-    hr_buf k = HR_BUF_INIT, m = HR_BUF_INIT, lk = HR_BUF_INIT;
+    upsert u = {.r = r,
+                .subject = subject,
+                .object = object,
+                .score = score,
+                .time_ms = time_ms,
+                .st = stamp_i(score, time_ms),
+                .atomic = hr_store_batches_atomic(r->store),
+                .k = HR_BUF_INIT,
+                .m = HR_BUF_INIT};
+    hr_buf lk = HR_BUF_INIT;
     hr_batch *b = hr_batch_new();
-    hr_story story;
     /* The mutex orders this process's upserts of (subject, object); other
      * servers on a shared store are kept out by the lease (see ratings.h). */
-    bool shared = hr_store_shared(r->store);
-    hr_lease lease;
-    if (shared) {
+    hr_lease lease, *held = NULL;
+    if (hr_store_shared(r->store)) {
         hr_lease_init(&lease, HR_LEASE_WAIT_MS);
         lease_key(&lk, r, subject, object);
+        held = &lease;
     }
     pthread_mutex_t *lock = lock_of(r, subject, object);
     pthread_mutex_lock(lock);
 
-    /* Round trip 1: the stored rating (in the subject's index) and how many
-     * the subject has, and the story (it must exist; its time is the hot
-     * score's). On a shared store the lease is taken first, in the same
-     * slot, so the rating read is the one the last holder left; the batch
-     * runs again while another server holds it. */
-    size_t old_op = 0, card_op = 0, st_op = 0, lease_op = 0;
-    for (bool again = true; again;) {
-        again = false;
-        hr_batch_reset(b);
-        if (shared) lease_op = hr_lease_take_op(&lease, b, hr_buf_slice(&lk));
-        old_op = hr_zscore(b, subject_key(&k, r, subject), object);
-        card_op = hr_zcard(b, subject_key(&k, r, subject));
-        st_op = hr_stories_fill_ops(r->stories, b, object);
-        rc = hr_store_exec(r->store, b, 0, err);
-        if (rc == HR_OK && shared) rc = hr_lease_taken(&lease, b, lease_op, "this rating", &again, err);
-    }
-    if (rc == HR_OK) rc = hr_stories_fill_result(b, st_op, object, a, &story, err);
-    if (rc == HR_ENOTFOUND)
-        rc = hr_err_set(err, HR_ENOTFOUND, "no story '%.*s'", (int)object.len, object.ptr);
-    bool had = false;
-    hr_rating old = {0};
-    if (rc == HR_OK) {
-        const hr_result *res = hr_batch_result(b, old_op);
-        if (res->rc == HR_OK) {
-            rc = unstamp(res->score, subject, object, a, &old, err);
-            had = rc == HR_OK;
-        } else if (res->rc != HR_ENOTFOUND) {
-            rc = op_error(res, err, "rating");
-        }
-    }
-    int64_t delta = had ? score - old.score : score;
-    bool apply = rc == HR_OK && !(had && time_ms < old.time_ms);
-    int64_t sum = story.score;
+    rc = upsert_read(&u, b, held, hr_buf_slice(&lk), a, err);
+    upsert_decide(&u);
+    bool apply = rc == HR_OK && !(u.had && time_ms < u.old.time_ms);
+    int64_t sum = u.story.score;
     bool settled = true;
-    /* A new rating of a subject with many goes into its seen set too (see
-     * hr_ratings_unseen). */
-    uint64_t id64;
-    bool to_seen =
-        apply && !had && (size_t)hr_batch_result(b, card_op)->num + 1 >= r->seen_min && id_u64(object, &id64);
-
-    /* Round trip 2: the three indexes, and the story's sum (one atomic
-     * WriteBatch on RocksDB; one pipeline on Redis Cluster). The story's
-     * list and the list of all are time lists: the old entry (its stamp is
-     * known from round trip 1) goes with a blind delete, the new one comes
-     * with a blind write. */
-    if (apply) {
-        hr_batch_reset(b);
-        int64_t st = stamp_i(score, time_ms), old_st = stamp_i(old.score, old.time_ms);
-        hr_zadd_time(b, subject_key(&k, r, subject), st, object);
-        if (!had || old_st != st) {
-            pair(&m, subject, object);
-            hr_slice ok = object_key(&k, r, object);
-            if (had) hr_tlrem(b, ok, old_st, subject);
-            hr_tladd(b, ok, st, subject, 0);
-            hr_slice ak = all_key(&k, r, all_shard(subject, object));
-            if (had) hr_tlrem(b, ak, old_st, hr_buf_slice(&m));
-            hr_tladd(b, ak, st, hr_buf_slice(&m), 0);
-        }
-        if (to_seen) hr_pset_add(b, seen_key(&k, r, subject), id64, 0);
-        hr_vote vote = {0};
-        if (delta) vote = hr_stories_vote_ops(r->stories, b, object, story.time_ms, story.score, delta);
-        rc = hr_store_exec(r->store, b, 0, err);
-        for (size_t i = 0; rc == HR_OK && i < hr_batch_len(b); i++)
-            if (hr_batch_result(b, i)->rc != HR_OK) rc = op_error(hr_batch_result(b, i), err, "rating");
-        if (rc == HR_OK && delta) sum = (int64_t)llround(hr_batch_result(b, vote.op)->score);
-        settled = !delta || hr_stories_vote_settled(&vote, sum);
-    }
-    /* Every write of round trip 2 has been answered: the next holder reads
-     * them all. */
-    if (shared) hr_lease_drop(&lease, r->store, hr_buf_slice(&lk));
+    if (apply) rc = upsert_write(&u, b, err, &sum, &settled);
+    if (apply && rc == HR_OK && !u.atomic) rc = upsert_finish(&u, b, held, hr_buf_slice(&lk), err);
+    /* Every write has been answered: the next holder reads them all. */
+    if (held) hr_lease_drop(held, r->store, hr_buf_slice(&lk));
     pthread_mutex_unlock(lock);
 
-    /* Round trip 3, unless the vote's batch settled it: the hot ranking
-     * follows the sum. */
+    /* Unless the vote's batch settled it: the hot ranking follows the sum. */
     if (apply && rc == HR_OK && !settled)
-        rc = hr_stories_settle_hot(r->stories, object, story.time_ms, sum, err);
+        rc = hr_stories_settle_hot(r->stories, object, u.story.time_ms, sum, err);
     if (rc == HR_OK) {
         *applied = apply;
         *story_score = sum;
@@ -288,12 +388,12 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
             out->score = score;
             out->time_ms = time_ms;
         } else {
-            *out = old;
+            *out = u.old;
         }
     }
     hr_batch_free(b);
-    hr_buf_free(&k);
-    hr_buf_free(&m);
+    hr_buf_free(&u.k);
+    hr_buf_free(&u.m);
     hr_buf_free(&lk);
     return rc;
 }

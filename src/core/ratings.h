@@ -80,13 +80,42 @@
  * from the same old rating, leaving the sum off by it, and index entries
  * of a rating that lost (the two-server tests in test_ratings.c and
  * test_ratings.py fail so). A server that finds the lease held waits up to
- * HR_LEASE_WAIT_MS, then answers HR_ECONFLICT (409). Crash consistency: on
- * RocksDB the indexes and the sum are one WriteBatch; on Redis Cluster
- * they are in different slots (one pipeline), so a crash in between can
- * leave an index entry without the sum's change (and the lease held for
- * HR_LEASE_MS). The hot score is written with the sum on RocksDB (same
- * WriteBatch), after it on Redis: a crash in between leaves it stale until
- * the story's next vote.
+ * HR_LEASE_WAIT_MS, then answers HR_ECONFLICT (409).
+ *
+ * Crash consistency. On RocksDB the upsert's writes are one WriteBatch. On
+ * Redis Cluster they live in several hash slots, and a batch is a pipeline
+ * that a killed server can leave part-done. Two rules make the next upsert
+ * of the pair (the client's retry, or any later rating) repair whatever a
+ * killed one left:
+ *   - the subject's record {rs/S}, where the next upsert reads the old
+ *     rating, is written last, in a batch of its own (round trip 3, with
+ *     the lease's return in its slot), after the lists, the seen set and
+ *     the vote; every upsert writes the lists' new entries, even at an
+ *     unchanged stamp (a killed one may have moved them), and they and the
+ *     seen set are blind, idempotent writes;
+ *   - the vote's script notes the subject's stamp with the sum, in one step
+ *     ({NSrank/K}/votes/ID, core/stories.h), on every upsert, a delta of 0
+ *     too. The note, not the record, says which score of the subject the
+ *     sum holds: the delta is taken from it, so a vote whose record a
+ *     crash cut off is neither added twice nor kept alongside the next one.
+ * The note is read in round trip 1 in another slot than the lease's, so
+ * the read can reach its node before another server's upsert of the pair
+ * while the lease's take reaches its own after it: the vote is a
+ * compare-and-set on the note read (hr_zincr_note), and one that finds the
+ * note changed reads it again (the lease is held by then) and writes again.
+ * Until the next upsert, a killed one can leave the sum and the lists
+ * showing its rating while GET shows the old one. The hot score is written
+ * in the vote's step when the sum is the one guessed, else settled after
+ * it (hr_stories_settle_hot): a server killed in between leaves it stale
+ * until the story's next vote. test_ratings.c kills an
+ * upsert in every subset of every round trip's ops (upsert_after_a_crash)
+ * and runs the race (stale_note_is_read_again). The price on Redis: one
+ * note per rated pair (a sorted-set member in the story's ranking slot,
+ * about 40 bytes) and a vote script on every upsert, in the round trips it
+ * already makes: about 5 % fewer upserts a second (BENCHMARKS.md).
+ * All servers sharing a cluster must run this version: an older one moves
+ * the sum without the note. A killed server's lease delays a retry of the
+ * same rating by up to HR_LEASE_MS.
  *
  * Cost in store round trips (one batch each):
  *   put          2 (read the rating and the story; write the indexes, the
@@ -103,10 +132,11 @@
  *                and hot member records) and 2 point reads of the member
  *                record, in 2 batches; was 11 writes, 4 member reads, 3
  *                batches with the lists as sorted sets and hot settled
- *                apart. Redis Cluster: the lease's take rides in the first
- *                batch, and giving it back is one more; the hot score
- *                settled in the vote's script instead of a batch of its
- *                own (before 2026-11-26 evening) pays for it
+ *                apart. Redis Cluster: 3 batches: the first also takes
+ *                the lease and reads the note, the vote's script writes
+ *                the note, and the third writes the subject's record and
+ *                gives the lease back (crash consistency, above); 4 when
+ *                the note read raced another server's upsert
  *   get          1
  *   by_subject   1: a range read
  *   by_object    1 (the range read and the story's existence together)

@@ -92,12 +92,17 @@ unsigned hr_stories_rank_shard(hr_slice id) {
     return (unsigned)(XXH3_64bits(id.ptr, id.len) % HR_RANK_SHARDS);
 }
 
-void hr_stories_rank_key(const hr_stories *s, hr_rank_kind kind, unsigned shard, hr_buf *k) {
+/* Append "{NSrank/K}", the hash tag of shard K's keys, to k. */
+static void rank_tag(const hr_stories *s, unsigned shard, hr_buf *k) {
     char part[16];
     snprintf(part, sizeof part, "rank/%u}", shard);
     hr_buf_append_byte(k, '{');
     hr_buf_append_str(k, s->ns);
     hr_buf_append_str(k, part);
+}
+
+void hr_stories_rank_key(const hr_stories *s, hr_rank_kind kind, unsigned shard, hr_buf *k) {
+    rank_tag(s, shard, k);
     hr_buf_append_str(k, kind == HR_RANK_HOT ? "/hot" : "/top");
 }
 
@@ -404,11 +409,20 @@ size_t hr_stories_vote_op(const hr_stories *s, hr_batch *b, hr_slice id, int64_t
     return op;
 }
 
+/* The key of story id's vote notes, into k. */
+static hr_slice votes_key(hr_buf *k, const hr_stories *s, hr_slice id) {
+    hr_buf_clear(k);
+    rank_tag(s, hr_stories_rank_shard(id), k);
+    hr_buf_append_str(k, "/votes/");
+    hr_buf_append_slice(k, id);
+    return hr_buf_slice(k);
+}
+
 hr_vote hr_stories_vote_ops(const hr_stories *s, hr_batch *b, hr_slice id, int64_t time_ms, int64_t known_sum,
-                            int64_t delta) {
+                            int64_t delta, const hr_voter *voter) {
     hr_vote v = {.guess = known_sum + delta};
     double hot = hr_rank_hot(v.guess, time_ms);
-    hr_buf k = HR_BUF_INIT, hk = HR_BUF_INIT;
+    hr_buf k = HR_BUF_INIT, hk = HR_BUF_INIT, vk = HR_BUF_INIT;
     rank_key(&hk, s, HR_RANK_HOT, id);
     if (hr_store_batches_atomic(s->store)) {
         /* The whole batch is one atomic step: the hot score goes with it. */
@@ -416,13 +430,24 @@ hr_vote hr_stories_vote_ops(const hr_stories *s, hr_batch *b, hr_slice id, int64
         hr_zadd(b, hr_buf_slice(&hk), hot, id);
     } else {
         /* The batch is not (Redis Cluster), but its vote is: the hot score
-         * is written in the same step, if the sum is the one guessed. */
+         * is written in the same step, if the sum is the one guessed, and
+         * so is the vote's note. */
+        hr_zincr_note note = {
+            .key = votes_key(&vk, s, id), .member = voter->id, .score = voter->stamp, .was = voter->noted};
         v.op = hr_zincr_with(b, rank_key(&k, s, HR_RANK_TOP, id), (double)delta, id, hr_buf_slice(&hk), hot,
-                             (double)v.guess);
+                             (double)v.guess, &note);
     }
     hr_buf_free(&k);
     hr_buf_free(&hk);
+    hr_buf_free(&vk);
     return v;
+}
+
+size_t hr_stories_vote_note_op(const hr_stories *s, hr_batch *b, hr_slice id, hr_slice voter) {
+    hr_buf k = HR_BUF_INIT;
+    size_t op = hr_zscore(b, votes_key(&k, s, id), voter);
+    hr_buf_free(&k);
+    return op;
 }
 
 /* Why this converges under concurrent votes (and creates, which are votes

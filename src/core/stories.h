@@ -30,6 +30,11 @@
  *   {NSrank/K}/top     zset   member ID, score = sum of ratings, for the
  *                             stories of shard K (0..HR_RANK_SHARDS-1)
  *   {NSrank/K}/hot     zset   member ID, score = hr_rank_hot(sum, time)
+ *   {NSrank/K}/votes/ID zset  Redis Cluster only: whose votes the sum
+ *                             holds: member S, score = the stamp of the
+ *                             rating of subject S that the sum last
+ *                             changed for (core/ratings.h), written in one
+ *                             step with the sum (hr_stories_vote_ops)
  *
  * Metadata record (big-endian):
  *
@@ -208,15 +213,36 @@ typedef struct hr_vote {
     int64_t guess; /* the sum the hot score written with it is of */
 } hr_vote;
 
+/* Which vote a change of a sum is: the voter's id, the stamp of the vote
+ * (a rating's, core/ratings.c), and the stamp the voter's note holds as
+ * the caller read it (NAN: none). */
+typedef struct hr_voter {
+    hr_slice id;
+    double stamp;
+    double noted;
+} hr_voter;
+
 /* Add to b the vote's change of story id's sum (as hr_stories_vote_op) and
  * the hot score of the sum it expects: known_sum (read before) + delta, in
  * one atomic step with the increment (on Redis Cluster through
  * hr_zincr_with, which writes it only when the sum is that one). When the
  * batch then answers that sum, the hot score is settled
  * (hr_stories_vote_settled) and hr_stories_settle_hot is not needed: one
- * batch instead of two per vote, on both stores. */
+ * batch instead of two per vote, on both stores.
+ *
+ * On a store whose batches are not atomic (Redis Cluster) the voter's
+ * stamp is noted in the same step ({NSrank/K}/votes/ID, hr_zincr_note):
+ * whatever else a crash leaves undone, the note says which of the voter's
+ * votes the sum holds (core/ratings.c reads it with
+ * hr_stories_vote_note_op). The step runs only if the note is still
+ * voter->noted; else the vote's result rc is HR_ECONFLICT and nothing is
+ * written. The voter is not read on an atomic store (no notes there). */
 hr_vote hr_stories_vote_ops(const hr_stories *s, hr_batch *b, hr_slice id, int64_t time_ms, int64_t known_sum,
-                            int64_t delta);
+                            int64_t delta, const hr_voter *voter);
+/* On a store whose batches are not atomic: add to b the read of voter's
+ * note on story id (hr_zscore: the stamp, or HR_ENOTFOUND when the sum
+ * holds no vote of the voter's noted there); returns the op's index. */
+size_t hr_stories_vote_note_op(const hr_stories *s, hr_batch *b, hr_slice id, hr_slice voter);
 /* Whether the vote's batch, which answered `sum`, left the hot score right. */
 static inline bool hr_stories_vote_settled(const hr_vote *v, int64_t sum) {
     return sum == v->guess;

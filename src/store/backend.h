@@ -59,6 +59,9 @@ typedef struct hr_op {
     double score;           /* ZADD; ZINCR: the delta */
     bool time_set;          /* ZADD by hr_zadd_time: a set of times (store.h) */
     double min, max;        /* ZREMRANGE_SCORE; ZINCR_WITH: also_score, when_score (also_key: value) */
+    hr_slice note_key;      /* ZINCR_WITH: its hr_zincr_note (len 0: none) */
+    hr_slice note_member;
+    double note_score, note_was;
     size_t keep;            /* ZTRIM TLTRIM */
     bool keep_highest;      /* ZTRIM */
     hr_zrange_spec range;   /* ZRANGE (cursor_member points into the arena) */

@@ -366,16 +366,29 @@ static size_t build_cmd(hr_arena *a, const hr_op *op, int64_t now_ms, rc_cmd *cm
         arg_double(&x, op->score);
         arg_slice(&x, op->member);
         break;
-    case HR_OP_ZINCR_WITH:
-        /* KEYS: K, also_key (one slot). ARGV: delta, member, also_score, when_score. */
-        arg_script(&x, cmd, RS_ZINCR_WITH, 2);
+    case HR_OP_ZINCR_WITH: {
+        /* KEYS: K, also_key[, note_key] (one slot). ARGV: delta, member,
+         * also_score, when_score[, note_member, note_score, note_was ('':
+         * none)]. */
+        bool note = op->note_key.len > 0;
+        arg_script(&x, cmd, RS_ZINCR_WITH, note ? 3 : 2);
         arg_slice(&x, op->key);
         arg_slice(&x, op->value);
+        if (note) arg_slice(&x, op->note_key);
         arg_double(&x, op->score);
         arg_slice(&x, op->member);
         arg_double(&x, op->min);
         arg_double(&x, op->max);
+        if (note) {
+            arg_slice(&x, op->note_member);
+            arg_double(&x, op->note_score);
+            if (isnan(op->note_was))
+                arg_str(&x, "");
+            else
+                arg_double(&x, op->note_was);
+        }
         break;
+    }
     case HR_OP_ZREM:
         arg_str(&x, "ZREM");
         arg_slice(&x, op->key);
@@ -622,9 +635,10 @@ static void decode(hr_batch *b, hr_op *op, size_t i, const rc_cmd *cmd, size_t n
         ok = r->type == REDIS_REPLY_NIL || reply_i64(r, &res->num);
         break;
     case HR_OP_ZINCR: ok = reply_double(r, &res->score); break;
-    case HR_OP_ZINCR_WITH: /* {the new score, 1 if also_key was written} */
-        ok = r->type == REDIS_REPLY_ARRAY && r->elements == 2 && reply_double(r->element[0], &res->score) &&
-             reply_i64(r->element[1], &res->num);
+    case HR_OP_ZINCR_WITH: /* {the new score, 1 if also_key was written}; {'', 2}: the note was not */
+        ok = r->type == REDIS_REPLY_ARRAY && r->elements == 2 && reply_i64(r->element[1], &res->num) &&
+             (res->num == 2 || reply_double(r->element[0], &res->score));
+        if (ok && res->num == 2) res->rc = HR_ECONFLICT;
         break;
     case HR_OP_ZSCORE:
         ok = r->type == REDIS_REPLY_NIL || reply_double(r, &res->score);

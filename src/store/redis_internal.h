@@ -5,6 +5,7 @@
 #ifndef HR_REDIS_INTERNAL_H
 #define HR_REDIS_INTERNAL_H
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,9 +16,10 @@
 #include "store/redis_cluster.h"
 #include "store/redis_scripts.h"
 
-/* The most arguments one op's command takes (the zrange script: EVALSHA,
- * sha, numkeys, key, 8 arguments); build_pset_read sizes its own. */
-#define MAX_ARGS 12
+/* The most arguments one op's command takes (the zincr_with script with a
+ * note: EVALSHA, sha, numkeys, 3 keys, 7 arguments); build_pset_read sizes
+ * its own. */
+#define MAX_ARGS 13
 /* The most commands one op sends (hr_tladd: ZADD and two PEXPIREAT). */
 #define MAX_CMDS_PER_OP 3
 
@@ -26,10 +28,11 @@ typedef struct args {
     hr_arena *a;
     const char **v;
     size_t *len;
-    int n;
+    int n, cap;
 } args;
 
 static inline void arg(args *x, const char *p, size_t n) {
+    assert(x->n < x->cap && "an op's command has more than MAX_ARGS arguments");
     x->v[x->n] = p ? p : "";
     x->len[x->n] = n;
     x->n++;
@@ -147,7 +150,8 @@ static inline hr_slice sub_key(hr_arena *a, hr_slice prefix, char tag) {
 }
 
 static inline args args_new(hr_arena *a, size_t cap) {
-    args x = {a, hr_arena_alloc(a, cap * sizeof(char *)), hr_arena_alloc(a, cap * sizeof(size_t)), 0};
+    args x = {a, hr_arena_alloc(a, cap * sizeof(char *)), hr_arena_alloc(a, cap * sizeof(size_t)), 0,
+              (int)cap};
     return x;
 }
 

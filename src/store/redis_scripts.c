@@ -389,8 +389,19 @@ static const char del_if_equal_lua[] =
     "return 0\n";
 
 static const char zincr_with_lua[] =
-    "-- hr_zincr_with. KEYS: the set, also_key (one slot). ARGV: delta, member,\n"
-    "-- also_score, when_score. Returns {the new score, 1 if also_key was written}.\n"
+    "-- hr_zincr_with. KEYS: the set, also_key[, note_key] (one slot). ARGV:\n"
+    "-- delta, member, also_score, when_score[, note_member, note_score,\n"
+    "-- note_was ('': none)]. Returns {the new score, 1 if also_key was\n"
+    "-- written}, or {'', 2} when the note was not note_was (nothing written).\n"
+    "if KEYS[3] then\n"
+    "  local cur = redis.call('ZSCORE', KEYS[3], ARGV[5])\n"
+    "  if ARGV[7] == '' then\n"
+    "    if cur then return {'', 2} end\n"
+    "  elseif not cur or tonumber(cur) ~= tonumber(ARGV[7]) then\n"
+    "    return {'', 2}\n"
+    "  end\n"
+    "  redis.call('ZADD', KEYS[3], ARGV[6], ARGV[5])\n"
+    "end\n"
     "local s = redis.call('ZINCRBY', KEYS[1], ARGV[1], ARGV[2])\n"
     "if tonumber(s) == tonumber(ARGV[4]) then\n"
     "  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])\n"

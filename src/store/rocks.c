@@ -598,7 +598,7 @@ static bool is_tl_write(hr_op_type t) {
  * finds its kept list there (rocks_tlcache.c), and blind writes of a kept
  * list take its stripe too (rocks_tlcache.c says why). */
 static uint32_t *write_stripes(hr_batch *b, tlcache *tlc, tlc_list **tlc_of, hr_arena *mem, size_t *n) {
-    uint32_t *st = hr_arena_alloc(mem, (b->len ? 2 * b->len : 1) * sizeof *st);
+    uint32_t *st = hr_arena_alloc(mem, (b->len ? 3 * b->len : 1) * sizeof *st);
     size_t k = 0;
     for (size_t i = 0; i < b->len; i++) {
         const hr_op *op = &b->ops[i];
@@ -606,7 +606,10 @@ static uint32_t *write_stripes(hr_batch *b, tlcache *tlc, tlc_list **tlc_of, hr_
         if (tlc_of && is_tl_write(op->type)) tlc_of[i] = tlcache_find(tlc, op->key);
         if (takes_stripe(op->type) || (tlc_of && tlc_of[i]))
             st[k++] = rocks_stripe(op->key);
-        if (op->type == HR_OP_ZINCR_WITH) st[k++] = rocks_stripe(op->value); /* its second key */
+        if (op->type == HR_OP_ZINCR_WITH) { /* its other keys */
+            st[k++] = rocks_stripe(op->value);
+            if (op->note_key.len > 0) st[k++] = rocks_stripe(op->note_key);
+        }
     }
     qsort(st, k, sizeof *st, cmp_u32);
     size_t u = 0;

@@ -583,10 +583,29 @@ static int zset_write_score(rx *x, hr_op *op, bool increment) {
 int op_zadd(rx *x, hr_op *op) { return zset_write_score(x, op, false); }
 int op_zincr(rx *x, hr_op *op) { return zset_write_score(x, op, true); }
 
-/* The batch holds the stripes of both keys (rocks.c, write_stripes), so the
- * increment and the write it may bring are one step for other writers. */
+/* The batch holds the stripes of its keys (rocks.c, write_stripes), so the
+ * increment and the writes it brings are one step for other writers. */
 int op_zincr_with(rx *x, hr_op *op) {
-    int rc = zset_write_score(x, op, true);
+    int rc = 0;
+    if (op->note_key.len > 0) { /* first: a note that is not as expected stops the increment */
+        hr_op note = {.type = HR_OP_ZSCORE, .key = op->note_key, .member = op->note_member};
+        if ((rc = op_zscore(x, &note))) return rc;
+        bool as_was = isnan(op->note_was) ? note.result.rc == HR_ENOTFOUND
+                                          : note.result.rc == HR_OK && note.result.score == op->note_was;
+        if (note.result.rc != HR_OK && note.result.rc != HR_ENOTFOUND) {
+            op->result.rc = note.result.rc;
+            return 0;
+        }
+        if (!as_was) {
+            op->result.rc = HR_ECONFLICT;
+            return 0;
+        }
+        note = (hr_op){
+            .type = HR_OP_ZADD, .key = op->note_key, .member = op->note_member, .score = op->note_score};
+        if ((rc = zset_write_score(x, &note, false))) return rc;
+        if ((op->result.rc = note.result.rc) != HR_OK) return 0;
+    }
+    rc = zset_write_score(x, op, true);
     if (rc || op->result.rc != HR_OK) return rc;
     op->result.num = 0;
     if (op->result.score != op->max) return 0;

@@ -74,11 +74,14 @@ static int validate(const hr_op *op) {
     case HR_OP_DEL_IF_EQUAL: return op->value.len > HR_VALUE_MAX ? HR_ETOOBIG : HR_OK;
     case HR_OP_ZADD:
     case HR_OP_ZINCR: return isfinite(op->score) ? HR_OK : HR_EINVAL;
-    case HR_OP_ZINCR_WITH:
+    case HR_OP_ZINCR_WITH: {
+        bool note_ok = op->note_key.len == 0 || (op->note_key.len <= HR_KEY_MAX && op->note_member.len > 0 &&
+                                                 isfinite(op->note_score) && !isinf(op->note_was));
         return isfinite(op->score) && isfinite(op->min) && !isnan(op->max) && op->value.len > 0 &&
-                       op->value.len <= HR_KEY_MAX
+                       op->value.len <= HR_KEY_MAX && note_ok
                    ? HR_OK
                    : HR_EINVAL;
+    }
     case HR_OP_ZREMRANGE_SCORE: return isnan(op->min) || isnan(op->max) ? HR_EINVAL : HR_OK;
     case HR_OP_ZRANGE: {
         const hr_zrange_spec *sp = &op->range;

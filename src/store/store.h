@@ -344,13 +344,29 @@ size_t hr_zadd_time(hr_batch *b, hr_slice key, int64_t time, hr_slice member);
  * against concurrent batches: score is the new score. Concurrent increments
  * never lose one (a story's vote sum). */
 size_t hr_zincr(hr_batch *b, hr_slice key, double delta, hr_slice member);
+/* A note that an hr_zincr_with writes in the same step as its increment:
+ * member at score in the sorted set key, which shares the increment's hash
+ * slot. What the increment was for, kept in step with the sum it changed
+ * (a story's record of whose votes its sum holds, core/stories.h). The
+ * step is a compare-and-set: it runs only while the note holds `was` (NAN:
+ * while there is none), else nothing is written and the op's rc is
+ * HR_ECONFLICT (read the note again, and decide again). */
+typedef struct hr_zincr_note {
+    hr_slice key;
+    hr_slice member;
+    double score;
+    double was;
+} hr_zincr_note;
+
 /* hr_zincr, and in the same atomic step, when the new score is when_score,
  * hr_zadd(also_key, also_score, member): score is the new score, num 1 if
  * it wrote also_key. also_key must share key's hash slot (one hash tag).
  * A story's vote and its hot score (core/stories.c): one atomic step in a
- * batch that is not atomic as a whole (Redis: a script). */
-size_t hr_zincr_with(hr_batch *b, hr_slice key, double delta, hr_slice member, hr_slice also_key, double also_score,
-                     double when_score);
+ * batch that is not atomic as a whole (Redis: a script). With a note (NULL:
+ * none), hr_zadd(note->key, note->score, note->member) too, in the same
+ * step, whatever the new score, if the note was note->was. */
+size_t hr_zincr_with(hr_batch *b, hr_slice key, double delta, hr_slice member, hr_slice also_key,
+                     double also_score, double when_score, const hr_zincr_note *note);
 /* Remove a member; num 1 if it was there. */
 size_t hr_zrem(hr_batch *b, hr_slice key, hr_slice member);
 /* A member's score; rc HR_ENOTFOUND if absent. */

@@ -9,8 +9,10 @@
 #include <string.h>
 
 #include "common/arena.h"
+#include "common/log.h"
 #include "core/ratings.h"
 #include "core/stories.h"
+#include "fault_store.h"
 #include "support.h"
 
 #define T0 1700000000000LL
@@ -851,3 +853,200 @@ static void top_rated_model_walk_cut(env *e) {
     top_rated_model(e);
 }
 BOTH_BACKENDS(top_rated_model_walk_cut)
+
+/* ---- Crashes ---- */
+
+/* How many entries of page p are (subject, object). */
+static size_t entries_of(const hr_rating_page *p, const char *subject, const char *object) {
+    size_t n = 0;
+    for (size_t i = 0; i < p->n; i++)
+        n += hr_slice_eq(p->items[i].subject, hr_slice_str(subject)) &&
+             hr_slice_eq(p->items[i].object, hr_slice_str(object));
+    return n;
+}
+
+/* An upsert killed by a crash, and what the client does next on a
+ * restarted server. Before it, the subject has rated another story, and
+ * bob has rated the story +1; unless `fresh`, the subject too, +1 at
+ * T0 + 10. */
+typedef struct crash_case {
+    const char *what;
+    bool fresh;
+    int killed_score, then_score;
+    int64_t killed_time, then_time;
+} crash_case;
+
+static const crash_case crash_cases[] = {
+    {"a retry", false, -1, -1, T0 + 30, T0 + 30},
+    {"a first rating's retry", true, -1, -1, T0 + 30, T0 + 30},
+    {"a later rating", false, -1, 0, T0 + 30, T0 + 40},
+    {"a later rating after a first", true, -1, 0, T0 + 30, T0 + 40},
+    /* the killed upsert changes no score; the next one is the stored
+     * rating again (a client resending it) */
+    {"the stored rating again", false, 1, 1, T0 + 30, T0 + 10},
+};
+
+/* The case c, killed in batch `at` (fault_store.h) with the ops in keep
+ * run: afterwards the rating, the story's sum and hot score, every index
+ * and the seen set are as if the killed upsert had run whole or not at
+ * all. Returns how many ops the batch the crash hit had (0: the upsert ran
+ * whole before batch `at`). */
+static size_t crash_then(env *whole, int n, const crash_case *c, size_t at, uint64_t keep) {
+    /* a namespace of its own: the list of all ratings holds this case's only */
+    env scope = {.t = whole->t};
+    snprintf(scope.ns, sizeof scope.ns, "%.20sc%d/", whole->ns, n);
+    hr_stories_options so = {.ns = scope.ns};
+    scope.stories = hr_stories_new(scope.t.store, &so);
+    scope.ratings = hr_ratings_new(scope.t.store, scope.stories);
+    env *e = &scope;
+    char x[17], other[17];
+    story(e, 2 * n, T0, x);
+    story(e, 2 * n + 1, T0, other);
+    char subject[16];
+    snprintf(subject, sizeof subject, "s%d", n);
+    hr_ratings_set_seen_min(e->ratings, 1); /* the subject has a seen set */
+    rate(e, subject, other, 1, T0 + 5);
+    if (!c->fresh) rate(e, subject, x, 1, T0 + 10);
+    rate(e, "bob", x, 1, T0 + 20);
+
+    hr_store *dying = fault_store_crash(e->t.store, at, keep);
+    hr_stories *stories = hr_stories_new(dying, &so);
+    hr_ratings *ratings = hr_ratings_new(dying, stories);
+    hr_ratings_set_seen_min(ratings, 1);
+    hr_rating r;
+    bool applied;
+    int64_t sum;
+    hr_err err = {0};
+    hr_log_set_level(HR_LOG_ERROR); /* the dying server's warnings (a lease not given back) are expected */
+    int rc = hr_ratings_put(ratings, hr_slice_str(subject), hr_slice_str(x), c->killed_score, c->killed_time,
+                            &e->a, &r, &applied, &sum, &err);
+    bool crashed = fault_store_hit(dying);
+    cr_assert(crashed ? rc != HR_OK : rc == HR_OK, "%s, crash at %zu/%#llx: rc %d (%s)", c->what, at,
+              (unsigned long long)keep, rc, err.msg);
+    size_t ops = fault_store_batch_len(dying);
+    fault_store_expire_leases(dying);
+    hr_ratings_free(ratings);
+    hr_stories_free(stories);
+    hr_store_close(dying);
+    hr_log_set_level(HR_LOG_INFO);
+
+    /* Did the killed upsert happen? Its record is written last. If it did,
+     * the client's next rating wins only if it is as new. */
+    bool happened =
+        hr_ratings_get(e->ratings, hr_slice_str(subject), hr_slice_str(x), &e->a, &r, NULL) == HR_OK &&
+        r.time_ms == c->killed_time && r.score == c->killed_score;
+    int score = c->then_score;
+    int64_t time = c->then_time;
+    if (happened && c->killed_time > time) {
+        score = c->killed_score;
+        time = c->killed_time;
+    }
+
+    /* the client, on a restarted server */
+    int64_t want_sum = 1 + score; /* bob's +1 and the subject's */
+    rate_full(e, subject, x, c->then_score, c->then_time, &sum);
+    cr_assert_eq(sum, want_sum, "%s, crash at %zu/%#llx: the sum", c->what, at, (unsigned long long)keep);
+    assert_ranked(e, x, want_sum, T0);
+    cr_assert_eq(hr_ratings_get(e->ratings, hr_slice_str(subject), hr_slice_str(x), &e->a, &r, NULL), HR_OK);
+    cr_assert(r.score == score && r.time_ms == time);
+    hr_rating_page by_object = list(e, 1, x, 10);
+    cr_assert_eq(by_object.n, 2, "%s, crash at %zu/%#llx: %zu entries by object", c->what, at,
+                 (unsigned long long)keep, by_object.n);
+    for (size_t i = 0; i < by_object.n; i++)
+        if (hr_slice_eq(by_object.items[i].subject, hr_slice_str(subject)))
+            cr_assert(by_object.items[i].score == score && by_object.items[i].time_ms == time,
+                      "%s, crash at %zu/%#llx: the story's entry of the subject", c->what, at,
+                      (unsigned long long)keep);
+    hr_rating_page all = list(e, 2, NULL, 100);
+    cr_assert_eq(entries_of(&all, subject, x), 1, "%s, crash at %zu/%#llx: one entry of all ratings", c->what,
+                 at, (unsigned long long)keep);
+    for (size_t i = 0; i < all.n; i++)
+        if (hr_slice_eq(all.items[i].subject, hr_slice_str(subject)) &&
+            hr_slice_eq(all.items[i].object, hr_slice_str(x)))
+            cr_assert(all.items[i].score == score && all.items[i].time_ms == time);
+    hr_story_page p = unseen(e, subject, HR_RANK_TOP, 100, NULL);
+    for (size_t i = 0; i < p.n; i++)
+        cr_assert(strcmp(p.items[i].id, x) != 0, "%s, crash at %zu/%#llx: x is listed unseen", c->what, at,
+                  (unsigned long long)keep);
+    hr_ratings_free(scope.ratings);
+    hr_stories_free(scope.stories);
+    hr_arena_free(&scope.a);
+    return crashed ? ops : 0;
+}
+
+/* A server killed anywhere in an upsert: the client's retry completes it,
+ * counting the vote once, and another rating instead of a retry replaces
+ * it. On Redis Cluster a batch is a pipeline to several nodes, so the
+ * crash may leave any part of it written: every subset of every batch is
+ * tried. RocksDB's batches are whole or nothing. */
+static void upsert_after_a_crash(env *e) {
+    bool atomic = hr_store_batches_atomic(e->t.store);
+    int n = 0;
+    size_t tried = 0;
+    for (size_t i = 0; i < sizeof crash_cases / sizeof crash_cases[0]; i++)
+        for (size_t at = 0;; at++) {
+            size_t ops = crash_then(e, n++, &crash_cases[i], at, 0);
+            if (ops == 0) break; /* past the upsert's last batch */
+            tried++;
+            uint64_t masks = atomic ? 2 : (uint64_t)1 << ops;
+            for (uint64_t m = 1; m < masks; m++, tried++)
+                crash_then(e, n++, &crash_cases[i], at, atomic ? FAULT_KEEP_ALL : m);
+        }
+    cr_assert(tried >= (atomic ? 20u : 100u), "%zu crashes tried", tried);
+}
+BOTH_BACKENDS(upsert_after_a_crash)
+
+/* The race the vote's compare-and-set is for. An upsert's first round
+ * trip takes the lease in the subject's hash slot and reads the vote note
+ * in the story's: on Redis Cluster those reach their nodes in any order,
+ * so the note can be read before another server's upsert of the same pair
+ * and the lease taken after it. Here server B's whole upsert runs between
+ * them (fault_store_split); A's note is then stale, and A must find that
+ * out at its vote and read the note again, or the sum is off by B's vote.
+ * Redis Cluster only: RocksDB keeps no notes and has one server. */
+typedef struct other_server {
+    env *e;
+    const char *subject, *object;
+} other_server;
+
+static void other_server_rates(void *arg) {
+    other_server *o = arg;
+    hr_ratings *b = hr_ratings_new(o->e->t.store, o->e->stories);
+    hr_rating r;
+    bool applied;
+    int64_t sum;
+    hr_err err = {0};
+    cr_assert_eq(hr_ratings_put(b, hr_slice_str(o->subject), hr_slice_str(o->object), -1, T0 + 20, &o->e->a,
+                                &r, &applied, &sum, &err),
+                 HR_OK, "%s", err.msg);
+    cr_assert_eq(sum, 0, "B's vote: bob's +1 and the subject's -1");
+    hr_ratings_free(b);
+}
+
+static void stale_note_is_read_again(env *e) {
+    char x[17];
+    story(e, 1, T0, x);
+    rate(e, "alice", x, 1, T0 + 10);
+    rate(e, "bob", x, 1, T0 + 10);
+    other_server b = {e, "alice", x};
+    hr_store *a_store = fault_store_split(e->t.store, 0, "/votes/", other_server_rates, &b);
+    hr_stories_options o = {.ns = e->ns};
+    hr_stories *a_stories = hr_stories_new(a_store, &o);
+    hr_ratings *a = hr_ratings_new(a_store, a_stories);
+    hr_rating r;
+    bool applied;
+    int64_t sum;
+    hr_err err = {0};
+    cr_assert_eq(hr_ratings_put(a, hr_slice_str("alice"), hr_slice_str(x), 1, T0 + 30, &e->a, &r, &applied,
+                                &sum, &err),
+                 HR_OK, "%s", err.msg);
+    cr_assert(fault_store_hit(a_store), "B ran between A's note read and its lease");
+    cr_assert_eq(sum, 2, "A's +1 after B's -1: +2");
+    hr_ratings_free(a);
+    hr_stories_free(a_stories);
+    hr_store_close(a_store);
+    assert_ranked(e, x, 2, T0);
+}
+Test(ratings_redis, stale_note_is_read_again) {
+    run("redis", stale_note_is_read_again);
+}

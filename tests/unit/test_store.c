@@ -487,23 +487,59 @@ static void *zincr_worker(void *arg) {
 
 STORE_TEST(zset_incr_with_its_companion_write) {
     hr_slice top = KT("top"), hot = KT("hot");
-    const hr_result *r = ONE(s, hr_zincr_with(B, top, 2, M("m"), hot, 7.5, 3));
+    const hr_result *r = ONE(s, hr_zincr_with(B, top, 2, M("m"), hot, 7.5, 3, NULL));
     assert_rc(r, HR_OK);
     cr_assert(r->score == 2 && r->num == 0, "score %g, num %ld: 2 is not the awaited 3", r->score, (long)r->num);
     assert_rc(ONE(s, hr_zscore(B, hot, M("m"))), HR_ENOTFOUND);
-    r = ONE(s, hr_zincr_with(B, top, 1, M("m"), hot, 7.5, 3));
+    r = ONE(s, hr_zincr_with(B, top, 1, M("m"), hot, 7.5, 3, NULL));
     cr_assert(r->score == 3 && r->num == 1, "score %g, num %ld: 3 writes hot", r->score, (long)r->num);
     cr_assert(ONE(s, hr_zscore(B, hot, M("m")))->score == 7.5);
-    r = ONE(s, hr_zincr_with(B, top, -1, M("m"), hot, 9, 3));
+    r = ONE(s, hr_zincr_with(B, top, -1, M("m"), hot, 9, 3, NULL));
     cr_assert(r->score == 2 && r->num == 0);
     cr_assert(ONE(s, hr_zscore(B, hot, M("m")))->score == 7.5, "hot kept");
     cr_assert(ONE(s, hr_zscore(B, top, M("m")))->score == 2);
     /* a new member starts at 0, as with hr_zincr */
-    r = ONE(s, hr_zincr_with(B, top, -1, M("n"), hot, -4, -1));
+    r = ONE(s, hr_zincr_with(B, top, -1, M("n"), hot, -4, -1, NULL));
     cr_assert(r->score == -1 && r->num == 1);
     cr_assert(ONE(s, hr_zscore(B, hot, M("n")))->score == -4);
-    assert_rc(ONE(s, hr_zincr_with(B, top, NAN, M("m"), hot, 1, 1)), HR_EINVAL);
+    assert_rc(ONE(s, hr_zincr_with(B, top, NAN, M("m"), hot, 1, 1, NULL)), HR_EINVAL);
     cr_assert(ONE(s, hr_zscore(B, top, M("m")))->score == 2, "a refused op changes nothing");
+}
+
+STORE_TEST(zset_incr_with_a_note) {
+    hr_slice top = KT("top"), hot = KT("hot"), votes = KT("votes");
+    hr_zincr_note note = {.key = votes, .member = M("s1"), .score = 41, .was = NAN};
+    const hr_result *r = ONE(s, hr_zincr_with(B, top, 1, M("m"), hot, 5, 1, &note));
+    cr_assert(r->rc == HR_OK && r->score == 1 && r->num == 1, "rc %d score %g num %ld", r->rc, r->score,
+              (long)r->num);
+    cr_assert(ONE(s, hr_zscore(B, votes, M("s1")))->score == 41, "the note is written with the increment");
+    /* the note must be as the caller saw it: now it is there, at 41 */
+    assert_rc(ONE(s, hr_zincr_with(B, top, 1, M("m"), hot, 5, 2, &note)), HR_ECONFLICT);
+    note.was = 40;
+    assert_rc(ONE(s, hr_zincr_with(B, top, 1, M("m"), hot, 5, 2, &note)), HR_ECONFLICT);
+    cr_assert(ONE(s, hr_zscore(B, top, M("m")))->score == 1, "a conflict writes nothing");
+    cr_assert(ONE(s, hr_zscore(B, votes, M("s1")))->score == 41);
+    assert_rc(ONE(s, hr_zscore(B, hot, M("m"))), HR_OK);
+    /* as seen: written whatever the new score, and the note replaced */
+    note.was = 41;
+    note.score = 42;
+    r = ONE(s, hr_zincr_with(B, top, -2, M("m"), hot, 6, 5, &note));
+    cr_assert(r->rc == HR_OK && r->score == -1 && r->num == 0, "score %g num %ld", r->score, (long)r->num);
+    cr_assert(ONE(s, hr_zscore(B, votes, M("s1")))->score == 42);
+    /* a note per member */
+    hr_zincr_note other = {.key = votes, .member = M("s2"), .score = 42, .was = NAN};
+    cr_assert(ONE(s, hr_zincr_with(B, top, 1, M("m"), hot, 6, 5, &other))->score == 0);
+    cr_assert(ONE(s, hr_zcard(B, votes))->num == 2);
+    /* bad notes are refused and change nothing */
+    hr_zincr_note bad = {.key = votes, .member = M(""), .score = 43, .was = 42};
+    assert_rc(ONE(s, hr_zincr_with(B, top, 1, M("m"), hot, 6, 0, &bad)), HR_EINVAL);
+    bad = (hr_zincr_note){.key = votes, .member = M("s1"), .score = NAN, .was = 42};
+    assert_rc(ONE(s, hr_zincr_with(B, top, 1, M("m"), hot, 6, 0, &bad)), HR_EINVAL);
+    ONE(s, hr_put(B, KT("plain"), M("v"), 0));
+    bad = (hr_zincr_note){.key = KT("plain"), .member = M("s1"), .score = 44, .was = NAN};
+    assert_rc(ONE(s, hr_zincr_with(B, top, 1, M("m"), hot, 6, 0, &bad)), HR_EWRONGTYPE);
+    cr_assert(ONE(s, hr_zscore(B, top, M("m")))->score == 0, "refused: the sum is unchanged");
+    cr_assert(ONE(s, hr_zscore(B, votes, M("s1")))->score == 42);
 }
 
 STORE_TEST(zset_concurrent_incr) {
