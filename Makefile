@@ -72,6 +72,11 @@ $(BUILD)/reading_load: $(BUILD)/bench/reading_load.o $(BUILD)/libherald.a
 $(BUILD)/store_micro: $(BUILD)/bench/micro/store_micro.o $(BUILD)/libherald.a
 	$(CC) $(CFLAGS) -o $@ $^ $(REL_LIBS)
 
+# The ceiling of a fan-out tier that ingests sorted files (RocksDB's C API
+# directly; bench/micro/ingest_micro.c says what it measures).
+$(BUILD)/ingest_micro: $(BUILD)/bench/micro/ingest_micro.o
+	$(CC) $(CFLAGS) -o $@ $^ $(REL_LIBS)
+
 $(SAN)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -O2,$(CFLAGS)) $(SANFLAGS) $(DEP_CFLAGS) -c $< -o $@
