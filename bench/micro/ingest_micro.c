@@ -5,7 +5,7 @@
  * for issue 3's 1 M entries/s. RocksDB's C API directly, not herald's store:
  * the store has no such path (yet), and the figure is the ceiling of one.
  *
- *   ingest_micro DIR memtable|ingest [ENTRIES [THREADS [CHUNK]]]
+ *   ingest_micro DIR memtable|ingest|buckets [ENTRIES [THREADS [CHUNK]]]
  *
  * Both modes write the same ENTRIES (default 20 000 000) entries, made as
  * store_micro's fanout makes them: each activity goes to 450 of 100 000
@@ -16,10 +16,15 @@
  * by the list hash, prefix blooms):
  *   memtable: each of THREADS (default 2) writes batches of 1 000 puts,
  *             WAL on, as herald's fan-out does;
- *   ingest:   each thread sorts CHUNK entries (default 2 000 000) in memory,
- *             writes them into one table file and ingests it (moved, not
- *             copied). A tier would be durable through its jobs: a job is
- *             acknowledged only once its entries' file is ingested.
+ *   ingest:   each thread sorts CHUNK entries (default 2 000 000) in memory
+ *             (qsort), writes them into one table file and ingests it
+ *             (moved, not copied). A tier would be durable through its
+ *             jobs: a job is acknowledged only once its entries' file is
+ *             ingested;
+ *   buckets:  the same, ordered as a tier's per-list buffers would hold
+ *             them: a job's entries reach each list in time order, so a
+ *             chunk needs only its lists ordered (a counting sort by each
+ *             list's rank in key order, then each list newest first).
  * Prints entries/s when the writes return, and when the flushes and
  * compactions they caused are done: the second is the one to compare, as
  * the work is only moved to the background otherwise. DIR must not exist. */
@@ -42,7 +47,8 @@ typedef struct entry {
 static rocksdb_t *db;
 static rocksdb_options_t *opts;
 static const char *dir;
-static int ingest_mode;
+static int ingest_mode;           /* 1 ingest, 2 buckets */
+static uint32_t list_rank[LISTS]; /* buckets: the order of the lists' keys */
 static long chunk = 2000000;
 
 static double now_s(void) {
@@ -69,14 +75,54 @@ static uint64_t mix(uint64_t x) { /* splitmix64's finaliser: the list's hash */
     return x ^ (x >> 31);
 }
 
-/* Entry number n: activity n / FANOUT, to the (n % FANOUT)-th of its lists. */
-static void make_entry(long n, entry *e) {
+/* Entry number n: activity n / FANOUT, to the (n % FANOUT)-th of its lists;
+ * returns the list. */
+static uint32_t make_entry(long n, entry *e) {
     uint64_t activity = (uint64_t)(n / FANOUT);
     uint64_t list = (activity * 7919 + (uint64_t)(n % FANOUT) * 222) % LISTS; /* 450 distinct lists */
     put_be64(e->key, mix(list + 1));
     put_be64(e->key + 8, UINT64_MAX - (1700000000000ULL + activity));
     snprintf(e->key + 16, 21, "a%019" PRIu64, activity);
     put_be64(e->val, 1700000000000ULL + 60ULL * 86400000ULL);
+    return (uint32_t)list;
+}
+
+typedef struct ranked {
+    uint64_t hash;
+    uint32_t list;
+} ranked;
+
+static int by_hash(const void *a, const void *b) {
+    uint64_t x = ((const ranked *)a)->hash, y = ((const ranked *)b)->hash;
+    return (x > y) - (x < y);
+}
+
+/* buckets: each list's place in key order (by its hash, the key's first
+ * 8 bytes, big-endian). */
+static void rank_lists(void) {
+    static ranked r[LISTS];
+    for (uint32_t l = 0; l < LISTS; l++)
+        r[l] = (ranked){mix(l + 1), l};
+    qsort(r, LISTS, sizeof r[0], by_hash);
+    for (uint32_t i = 0; i < LISTS; i++)
+        list_rank[r[i].list] = i;
+}
+
+/* buckets: src[0..k) (whose lists are in lists[]) into dst in key order: by
+ * list rank, and within a list newest first (the reverse of arrival). */
+static void bucket_sort(const entry *src, const uint32_t *lists, long k, entry *dst) {
+    static __thread long start[LISTS + 1];
+    memset(start, 0, sizeof start);
+    for (long i = 0; i < k; i++)
+        start[list_rank[lists[i]] + 1]++;
+    for (long r = 0; r < LISTS; r++)
+        start[r + 1] += start[r];
+    /* fill each list's range from its end, so the last arrival comes first */
+    static __thread long end[LISTS];
+    for (long r = 0; r < LISTS; r++)
+        end[r] = start[r + 1];
+    for (long i = 0; i < k; i++)
+        dst[--end[list_rank[lists[i]]]] = src[i];
 }
 
 static int by_key(const void *a, const void *b) {
@@ -107,17 +153,27 @@ static void write_memtable(const worker *w) {
 }
 
 static void write_ingested(const worker *w) {
-    entry *buf = malloc((size_t)chunk * sizeof *buf);
-    if (!buf) die("malloc", NULL);
+    entry *buf = malloc((size_t)chunk * sizeof *buf), *sorted = buf;
+    uint32_t *lists = NULL;
+    if (ingest_mode == 2) {
+        sorted = malloc((size_t)chunk * sizeof *sorted);
+        lists = malloc((size_t)chunk * sizeof *lists);
+    }
+    if (!buf || !sorted || (ingest_mode == 2 && !lists)) die("malloc", NULL);
     rocksdb_envoptions_t *eo = rocksdb_envoptions_create();
     rocksdb_ingestexternalfileoptions_t *io = rocksdb_ingestexternalfileoptions_create();
     rocksdb_ingestexternalfileoptions_set_move_files(io, 1);
     int file = 0;
     for (long n = w->from; n < w->to;) {
         long k = 0;
-        for (; k < chunk && n < w->to; k++, n++)
-            make_entry(n, &buf[k]);
-        qsort(buf, (size_t)k, sizeof *buf, by_key);
+        for (; k < chunk && n < w->to; k++, n++) {
+            uint32_t l = make_entry(n, &buf[k]);
+            if (lists) lists[k] = l;
+        }
+        if (ingest_mode == 2)
+            bucket_sort(buf, lists, k, sorted);
+        else
+            qsort(buf, (size_t)k, sizeof *buf, by_key);
         char path[512];
         snprintf(path, sizeof path, "%s.t%d.%d.sst", dir, w->id, file++);
         rocksdb_sstfilewriter_t *sw = rocksdb_sstfilewriter_create(eo, opts);
@@ -125,8 +181,11 @@ static void write_ingested(const worker *w) {
         rocksdb_sstfilewriter_open(sw, path, &err);
         if (err) die("sst open", err);
         for (long i = 0; i < k; i++) {
-            if (i && memcmp(buf[i].key, buf[i - 1].key, KEY) == 0) continue; /* a file's keys are distinct */
-            rocksdb_sstfilewriter_put(sw, buf[i].key, KEY, buf[i].val, VAL, &err);
+            if (i && memcmp(sorted[i].key, sorted[i - 1].key, KEY) <= 0) { /* a file's keys ascend */
+                if (memcmp(sorted[i].key, sorted[i - 1].key, KEY) == 0) continue;
+                die("order", "a chunk's keys are not in order");
+            }
+            rocksdb_sstfilewriter_put(sw, sorted[i].key, KEY, sorted[i].val, VAL, &err);
             if (err) die("sst put", err);
         }
         rocksdb_sstfilewriter_finish(sw, &err);
@@ -138,6 +197,8 @@ static void write_ingested(const worker *w) {
     }
     rocksdb_ingestexternalfileoptions_destroy(io);
     rocksdb_envoptions_destroy(eo);
+    if (sorted != buf) free(sorted);
+    free(lists);
     free(buf);
 }
 
@@ -168,12 +229,14 @@ static void settle(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3 || (strcmp(argv[2], "memtable") != 0 && strcmp(argv[2], "ingest") != 0)) {
-        fprintf(stderr, "usage: ingest_micro DIR memtable|ingest [ENTRIES [THREADS [CHUNK]]]\n");
+    if (argc < 3 || (strcmp(argv[2], "memtable") != 0 && strcmp(argv[2], "ingest") != 0 &&
+                     strcmp(argv[2], "buckets") != 0)) {
+        fprintf(stderr, "usage: ingest_micro DIR memtable|ingest|buckets [ENTRIES [THREADS [CHUNK]]]\n");
         return 2;
     }
     dir = argv[1];
-    ingest_mode = strcmp(argv[2], "ingest") == 0;
+    ingest_mode = strcmp(argv[2], "ingest") == 0 ? 1 : strcmp(argv[2], "buckets") == 0 ? 2 : 0;
+    if (ingest_mode == 2) rank_lists();
     long entries = argc > 3 ? atol(argv[3]) : 20000000;
     int threads = argc > 4 ? atoi(argv[4]) : 2;
     if (argc > 5) chunk = atol(argv[5]);
