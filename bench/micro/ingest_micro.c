@@ -5,7 +5,7 @@
  * for issue 3's 1 M entries/s. RocksDB's C API directly, not herald's store:
  * the store has no such path (yet), and the figure is the ceiling of one.
  *
- *   ingest_micro DIR memtable|ingest|buckets [ENTRIES [THREADS [CHUNK]]]
+ *   ingest_micro DIR memtable|ingest|buckets [ENTRIES [THREADS [CHUNK [SIDE]]]]
  *
  * Both modes write the same ENTRIES (default 20 000 000) entries, made as
  * store_micro's fanout makes them: each activity goes to 450 of 100 000
@@ -25,6 +25,11 @@
  *             them: a job's entries reach each list in time order, so a
  *             chunk needs only its lists ordered (a counting sort by each
  *             list's rank in key order, then each list newest first).
+ * SIDE (default 0): meanwhile, one more thread writes SIDE entries a second
+ * through the memtable into the same column family, 100 a batch, at random
+ * lists and the newest times: what else writes the time lists (actors'
+ * feeds, group feeds, trims). A file whose keys overlap the memtable makes
+ * RocksDB flush the memtable before it ingests the file.
  * Prints entries/s when the writes return, and when the flushes and
  * compactions they caused are done: the second is the one to compare, as
  * the work is only moved to the background otherwise. DIR must not exist. */
@@ -202,6 +207,38 @@ static void write_ingested(const worker *w) {
     free(buf);
 }
 
+/* SIDE: entries a second through the memtable until `side_stop`. */
+static long side_rate;
+static volatile int side_stop;
+static long side_written;
+
+static void *side_writer(void *arg) {
+    (void)arg;
+    rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+    rocksdb_writebatch_t *b = rocksdb_writebatch_create();
+    entry e;
+    double start = now_s();
+    uint64_t r = 88172645463325252ULL;
+    while (!side_stop) {
+        rocksdb_writebatch_clear(b);
+        for (int i = 0; i < 100; i++) {
+            r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+            make_entry((long)(r % 1000000000), &e);
+            put_be64(e.key + 8, UINT64_MAX - (1800000000000ULL + (uint64_t)side_written + (uint64_t)i));
+            rocksdb_writebatch_put(b, e.key, KEY, e.val, VAL);
+        }
+        char *err = NULL;
+        rocksdb_write(db, wo, b, &err);
+        if (err) die("side write", err);
+        side_written += 100;
+        double ahead = (double)side_written / (double)side_rate - (now_s() - start);
+        if (ahead > 0) usleep((useconds_t)(ahead * 1e6));
+    }
+    rocksdb_writebatch_destroy(b);
+    rocksdb_writeoptions_destroy(wo);
+    return NULL;
+}
+
 static void *run(void *arg) {
     if (ingest_mode)
         write_ingested(arg);
@@ -231,7 +268,8 @@ static void settle(void) {
 int main(int argc, char **argv) {
     if (argc < 3 || (strcmp(argv[2], "memtable") != 0 && strcmp(argv[2], "ingest") != 0 &&
                      strcmp(argv[2], "buckets") != 0)) {
-        fprintf(stderr, "usage: ingest_micro DIR memtable|ingest|buckets [ENTRIES [THREADS [CHUNK]]]\n");
+        fprintf(stderr,
+                "usage: ingest_micro DIR memtable|ingest|buckets [ENTRIES [THREADS [CHUNK [SIDE]]]]\n");
         return 2;
     }
     dir = argv[1];
@@ -240,8 +278,9 @@ int main(int argc, char **argv) {
     long entries = argc > 3 ? atol(argv[3]) : 20000000;
     int threads = argc > 4 ? atoi(argv[4]) : 2;
     if (argc > 5) chunk = atol(argv[5]);
-    if (entries < 1 || threads < 1 || threads > 16 || chunk < 1) {
-        fprintf(stderr, "ingest_micro: ENTRIES, THREADS (1..16) and CHUNK must be positive\n");
+    if (argc > 6) side_rate = atol(argv[6]);
+    if (entries < 1 || threads < 1 || threads > 16 || chunk < 1 || side_rate < 0) {
+        fprintf(stderr, "ingest_micro: ENTRIES, THREADS (1..16) and CHUNK must be positive, SIDE >= 0\n");
         return 2;
     }
 
@@ -270,8 +309,9 @@ int main(int argc, char **argv) {
     if (err) die("open", err);
 
     worker w[16];
-    pthread_t th[16];
+    pthread_t th[16], side;
     double t0 = now_s();
+    if (side_rate) pthread_create(&side, NULL, side_writer, NULL);
     for (int i = 0; i < threads; i++) {
         /* whole activities per thread, as a fan-out job is */
         long per = (entries / FANOUT + threads - 1) / threads * FANOUT;
@@ -281,6 +321,10 @@ int main(int argc, char **argv) {
     for (int i = 0; i < threads; i++)
         pthread_join(th[i], NULL);
     double written = now_s() - t0;
+    if (side_rate) {
+        side_stop = 1;
+        pthread_join(side, NULL);
+    }
     settle();
     double settled = now_s() - t0;
     printf("ingest_micro %s: %ld entries, %d thread(s)%s: written in %.1f s (%.0f entries/s), "
@@ -289,6 +333,9 @@ int main(int argc, char **argv) {
            (double)entries / written, settled, (double)entries / settled, prop("rocksdb.num-files-at-level0"),
            (double)prop("rocksdb.live-sst-files-size") / 1e9);
     if (ingest_mode) printf("  (chunks of %ld entries a file)\n", chunk);
+    if (side_rate)
+        printf("  (and %ld entries through the memtable beside them, %.0f/s)\n", side_written,
+               (double)side_written / written);
     rocksdb_close(db);
     rocksdb_block_based_options_destroy(t);
     rocksdb_options_destroy(opts);
