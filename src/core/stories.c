@@ -504,6 +504,18 @@ int hr_stories_settle_hot(hr_stories *s, hr_slice id, int64_t time_ms, int64_t s
 
 /* ---- Creating stories and adding URLs ---------------------------------- */
 
+/* Run the write batch b of story id: HR_OK only when every op in it
+ * succeeded. */
+static int exec_all(hr_stories *s, hr_batch *b, hr_slice id, hr_err *err) {
+    int rc = hr_store_exec(s->store, b, 0, err);
+    for (size_t i = 0; rc == HR_OK && i < hr_batch_len(b); i++) {
+        const hr_result *r = hr_batch_result(b, i);
+        if (r->rc != HR_OK)
+            rc = hr_err_set(err, r->rc, "story %.*s: %s", (int)id.len, id.ptr, hr_strerror(r->rc));
+    }
+    return rc;
+}
+
 int hr_stories_create(hr_stories *s, hr_slice url, hr_slice content, int64_t time_ms, hr_arena *a,
                       hr_story *out, bool *duplicate, hr_err *err) {
     memset(out, 0, sizeof *out);
@@ -559,8 +571,16 @@ int hr_stories_create(hr_stories *s, hr_slice url, hr_slice content, int64_t tim
     if (rc == HR_OK && *duplicate && strcmp(out->id, idbuf) == 0 && !has_url(out, cs))
         rc = hr_err_set(err, HR_ECONFLICT, "url %s collides with the id of story %s", canon.data, out->id);
 
+    /* The writes. The metadata record is what makes the story exist (a
+     * retry of this create finds it and writes nothing more), so it comes
+     * last: on a store whose batches are not atomic (Redis Cluster) in a
+     * batch of its own, after everything else is answered; a crash before it
+     * leaves pieces that the retry writes again. No vote can reach the story
+     * before its metadata exists (votes read it first), so its hot score is
+     * that of a sum of 0 and is written with the rest. */
     int64_t sum = 0;
     if (rc == HR_OK && (!*duplicate || repair_lookup)) {
+        bool atomic = hr_store_batches_atomic(s->store);
         hr_batch_reset(b);
         hr_put(b, url_key(&k, s, id), id, 0);
         size_t vote = 0;
@@ -568,28 +588,29 @@ int hr_stories_create(hr_stories *s, hr_slice url, hr_slice content, int64_t tim
             bool compressed;
             content_encode(content, &v, &compressed);
             hr_put(b, content_key(&k, s, id), hr_buf_slice(&v), 0);
-            meta_encode(&v, time_ms, content.len, compressed, &cs, 1);
-            hr_put(b, meta_key(&k, s, id), hr_buf_slice(&v), 0);
             hr_zadd(b, recent_key(&k, s), (double)time_ms, id);
-            /* A vote of 0: enters the ranking without resetting a sum that a
-             * vote racing with a repeated create may already have changed. */
+            /* A vote of 0: enters the ranking without resetting a sum. */
             vote = hr_stories_vote_op(s, b, id, 0);
+            hr_zadd(b, rank_key(&k, s, HR_RANK_HOT, id), hr_rank_hot(0, time_ms), id);
+            meta_encode(&v, time_ms, content.len, compressed, &cs, 1);
+            if (atomic) hr_put(b, meta_key(&k, s, id), hr_buf_slice(&v), 0);
         }
-        rc = hr_store_exec(s->store, b, 0, err);
-        for (size_t i = 0; rc == HR_OK && i < hr_batch_len(b); i++) {
-            const hr_result *r = hr_batch_result(b, i);
-            if (r->rc != HR_OK) rc = hr_err_set(err, r->rc, "story %s: %s", idbuf, hr_strerror(r->rc));
+        rc = exec_all(s, b, id, err);
+        if (rc == HR_OK && !*duplicate) sum = (int64_t)llround(hr_batch_result(b, vote)->score);
+        if (rc == HR_OK && !*duplicate && !atomic) {
+            hr_batch_reset(b);
+            hr_put(b, meta_key(&k, s, id), hr_buf_slice(&v), 0);
+            rc = exec_all(s, b, id, err);
         }
-        if (rc == HR_OK && !*duplicate) {
-            sum = (int64_t)llround(hr_batch_result(b, vote)->score);
-            rc = meta_decode(id, hr_buf_slice(&v), a, out, err);
-        }
+        if (rc == HR_OK && !*duplicate) rc = meta_decode(id, hr_buf_slice(&v), a, out, err);
     }
     unlease2(s, &leases);
     unlock2(s, held);
 
+    /* A sum other than 0 (votes from a server of an older herald) needs its
+     * hot score settled. */
     if (rc == HR_OK && !*duplicate) {
-        rc = hr_stories_settle_hot(s, id, time_ms, sum, err);
+        if (sum != 0) rc = hr_stories_settle_hot(s, id, time_ms, sum, err);
         out->score = sum;
         out->hot = hr_rank_hot(sum, time_ms);
     }
@@ -665,12 +686,7 @@ int hr_stories_add_url(hr_stories *s, hr_slice id, hr_slice url, bool preferred,
             hr_put(b, meta_key(&k, s, id), hr_buf_slice(&v), 0);
         }
         hr_put(b, url_key(&k, s, hs), id, 0);
-        rc = hr_store_exec(s->store, b, 0, err);
-        for (size_t i = 0; rc == HR_OK && i < hr_batch_len(b); i++) {
-            const hr_result *r = hr_batch_result(b, i);
-            if (r->rc != HR_OK)
-                rc = hr_err_set(err, r->rc, "story %.*s: %s", (int)id.len, id.ptr, hr_strerror(r->rc));
-        }
+        rc = exec_all(s, b, id, err);
         if (rc == HR_OK) {
             out->urls = urls;
             out->n_urls = n;

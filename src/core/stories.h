@@ -75,15 +75,24 @@
  * could lose one from the story's list (test_stories.c's two-server test
  * lost 13-15 of 48 so). A lease held past HR_LEASE_WAIT_MS answers
  * HR_ECONFLICT (409).
- * Crash consistency: on RocksDB each batch is one atomic WriteBatch. On
- * Redis Cluster a create's keys live in different slots; a crash between
- * them can leave a lookup key pointing to no story (ignored, and repaired by
- * the next create of that URL) or a story without its lookup key (found by
- * id, repaired by the next create of its URL).
+ * Crash consistency. A story exists once its metadata record does: a
+ * create that finds it is a duplicate and writes nothing more (but a
+ * missing lookup key). So a create writes the metadata last: with the rest
+ * in one atomic WriteBatch on RocksDB; on Redis Cluster, where a batch is a
+ * pipeline over several slots, in a batch of its own after the lookup key,
+ * the content, the recent list and both rankings are answered. A crash
+ * before it leaves pieces that nothing shows (lists and rankings skip ids
+ * without metadata; a lookup key to no story is ignored) and that the
+ * retry of the create writes again. The hot score is written with the rest
+ * (a new story's sum is 0: a vote needs the metadata first), not settled
+ * after: a crash in between left a story out of the hot ranking on both
+ * stores until its first vote. test_stories.c (create_after_a_crash) kills
+ * a create in every subset of every batch.
  *
  * Cost in store round trips (one batch each):
- *   create      2 + settle (a new story: lookup, writes, hot), 1 for a
- *               duplicate of the URL's own story, 2 for a duplicate by alias
+ *   create      2 (a new story: lookup, writes; 3 on Redis Cluster, the
+ *               metadata last), 1 for a duplicate of the URL's own story, 2
+ *               for a duplicate by alias
  *   get         1 (metadata, content, score)
  *   find (url)  1 when the URL is the story's first, 2 through an alias
  *   add_url     2 (1 when the URL is already the story's and no switch)

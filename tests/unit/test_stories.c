@@ -17,9 +17,11 @@
 
 #include "api/api.h"
 #include "common/arena.h"
+#include "common/log.h"
 #include "core/members.h"
 #include "core/ratings.h"
 #include "core/stories.h"
+#include "fault_store.h"
 #include "support.h"
 
 #define T0 1700000000000LL
@@ -747,3 +749,98 @@ static void api_bad_input(http_env *h) {
     expect(call(h, "GET", "/api/v1/ratings/bob/0123456789abcdef", NULL), 404, "rating");
 }
 BOTH_BACKENDS_HTTP(api_bad_input)
+
+/* ---- Crashes ---- */
+
+/* A story's score in a ranking; HR_ENOTFOUND when it is not ranked. */
+static int ranked(env *e, hr_rank_kind kind, const char *id, double *score) {
+    hr_buf k = HR_BUF_INIT;
+    hr_stories_rank_key(e->stories, kind, hr_stories_rank_shard(hr_slice_str(id)), &k);
+    hr_batch *b = hr_batch_new();
+    size_t op = hr_zscore(b, hr_buf_slice(&k), hr_slice_str(id));
+    cr_assert_eq(hr_store_exec(e->t.store, b, 0, NULL), HR_OK);
+    int rc = hr_batch_result(b, op)->rc;
+    *score = hr_batch_result(b, op)->score;
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    return rc;
+}
+
+/* A create killed by a crash in batch `at` with the ops in keep run
+ * (fault_store.h), then the client's retry on a restarted server: the
+ * story is then whole (content, lookup by URL, the recent list, both
+ * rankings), as if the killed create had run whole or not at all. Returns
+ * how many ops the batch the crash hit had (0: it ran whole first). */
+static size_t create_crashed_then_retried(env *e, int n, size_t at, uint64_t keep) {
+    char url[64], content[64];
+    snprintf(url, sizeof url, "https://crash.example/%d", n);
+    snprintf(content, sizeof content, "<p>story %d</p>", n);
+    int64_t time = T0 + n;
+    hr_store *dying = fault_store_crash(e->t.store, at, keep);
+    hr_stories_options o = {.ns = e->ns};
+    hr_stories *stories = hr_stories_new(dying, &o);
+    hr_story st;
+    bool dup;
+    hr_err err = {0};
+    hr_log_set_level(HR_LOG_ERROR); /* the dying server's warnings (a lease not given back) are expected */
+    int rc =
+        hr_stories_create(stories, hr_slice_str(url), hr_slice_str(content), time, &e->a, &st, &dup, &err);
+    bool crashed = fault_store_hit(dying);
+    /* a crash in the lease's return comes after every write: the create
+     * answers OK (and the server dies before sending it) */
+    cr_assert(crashed || rc == HR_OK, "crash at %zu/%#llx: rc %d (%s)", at, (unsigned long long)keep, rc,
+              err.msg);
+    size_t ops = fault_store_batch_len(dying);
+    fault_store_expire_leases(dying);
+    hr_stories_free(stories);
+    hr_store_close(dying);
+    hr_log_set_level(HR_LOG_INFO);
+
+    /* the retry: a new story or the one the killed create made */
+    rc =
+        hr_stories_create(e->stories, hr_slice_str(url), hr_slice_str(content), time, &e->a, &st, &dup, &err);
+    cr_assert_eq(rc, HR_OK, "crash at %zu/%#llx: the retry: %s", at, (unsigned long long)keep, err.msg);
+    char id[HR_STORY_ID_LEN + 1];
+    strcpy(id, st.id);
+    hr_story got;
+    cr_assert_eq(hr_stories_get(e->stories, hr_slice_str(id), true, &e->a, &got, &err), HR_OK,
+                 "crash at %zu/%#llx: get: %s", at, (unsigned long long)keep, err.msg);
+    cr_assert(got.has_content && hr_slice_eq(got.content, hr_slice_str(content)),
+              "crash at %zu/%#llx: the content", at, (unsigned long long)keep);
+    cr_assert_eq(got.time_ms, time);
+    cr_assert_str_eq(find(e, url).id, id, "crash at %zu/%#llx: found by URL", at, (unsigned long long)keep);
+    double top, hot;
+    cr_assert_eq(ranked(e, HR_RANK_TOP, id, &top), HR_OK, "crash at %zu/%#llx: in the top ranking", at,
+                 (unsigned long long)keep);
+    cr_assert_eq(ranked(e, HR_RANK_HOT, id, &hot), HR_OK, "crash at %zu/%#llx: in the hot ranking", at,
+                 (unsigned long long)keep);
+    cr_assert(top == 0 && hot == hr_rank_hot(0, time), "crash at %zu/%#llx: top %g, hot %g", at,
+              (unsigned long long)keep, top, hot);
+    hr_list_req req = {.has_since = true, .since_ms = time - 1, .limit = 10};
+    hr_story_page p;
+    cr_assert_eq(hr_stories_recent(e->stories, &req, &e->a, &p, &err), HR_OK, "%s", err.msg);
+    bool listed = false;
+    for (size_t i = 0; i < p.n; i++)
+        listed |= strcmp(p.items[i].id, id) == 0;
+    cr_assert(listed, "crash at %zu/%#llx: in the recent stories", at, (unsigned long long)keep);
+    return crashed ? ops : 0;
+}
+
+/* A server killed anywhere in a create: the client's retry makes the story
+ * whole. On Redis Cluster a batch is a pipeline to several nodes, so every
+ * subset of every batch is tried; RocksDB's batches are whole or nothing. */
+static void create_after_a_crash(env *e) {
+    bool atomic = hr_store_batches_atomic(e->t.store);
+    int n = 0;
+    size_t tried = 0;
+    for (size_t at = 0;; at++) {
+        size_t ops = create_crashed_then_retried(e, n++, at, 0);
+        if (ops == 0) break; /* past the create's last batch */
+        tried++;
+        uint64_t masks = atomic ? 2 : (uint64_t)1 << ops;
+        for (uint64_t m = 1; m < masks; m++, tried++)
+            create_crashed_then_retried(e, n++, at, atomic ? FAULT_KEEP_ALL : m);
+    }
+    cr_assert(tried >= (atomic ? 4u : 20u), "%zu crashes tried", tried);
+}
+BOTH_BACKENDS(create_after_a_crash)
