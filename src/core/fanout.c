@@ -285,38 +285,18 @@ static int paged_phase(job_run *r, unsigned phase, hr_graph_set set, hr_slice id
     return rc;
 }
 
-/* The activity's body as stored now: *state 0 missing, 1 live, 2 tombstone. */
-static int body_state(job_run *r, int *state, hr_err *err) {
-    hr_buf k = HR_BUF_INIT;
-    hr_batch *b = hr_batch_new();
-    size_t op = hr_get(b, hr_feeds_body_key(r->f, hr_slice_of(r->job.activity.id, HR_ACTIVITY_ID_LEN), &k));
-    int rc = hr_core_exec(r->f->store, b, 0, "fan-out", err);
-    *state = 0;
-    const hr_result *res = hr_batch_result(b, op);
-    if (rc == HR_OK && res->rc == HR_OK) {
-        hr_activity cur;
-        bool tomb;
-        rc = hr_activity_decode(hr_slice_of(r->job.activity.id, HR_ACTIVITY_ID_LEN), res->value, r->a, &cur, &tomb,
-                                err);
-        *state = tomb ? 2 : 1;
-    }
-    hr_batch_free(b);
-    hr_buf_free(&k);
-    return rc;
-}
-
 static int run_add(job_run *r, hr_err *err) {
     const hr_activity *act = &r->job.activity;
     hr_slice group = hr_activity_group(act);
     if (r->ck.phase <= PHASE_ENTRIES) {
         int state;
-        int rc = body_state(r, &state, err);
+        hr_activity cur;
+        int rc = hr_feeds_body_state(r->f, hr_slice_of(act->id, HR_ACTIVITY_ID_LEN), r->a, &cur, &state, err);
         if (rc != HR_OK) return rc;
-        if (state == 2) return HR_OK; /* deleted before it was fanned out */
-        if (state == 0) {
+        if (state == HR_BODY_DELETED) return HR_OK; /* deleted before it was fanned out */
+        if (state == HR_BODY_MISSING) {             /* the create was cut short (feeds.h) */
             hr_batch *b = hr_batch_new();
-            hr_feeds_add_entries(r->f, b, act);
-            rc = hr_core_exec(r->f->store, b, 0, "fan-out", err);
+            rc = hr_feeds_write_new(r->f, b, act, err);
             hr_batch_free(b);
             if (rc != HR_OK) return rc;
         }

@@ -137,15 +137,23 @@ static void rem_one(hr_batch *b, hr_slice key, const hr_activity *a, int64_t exp
     hr_tlrem(b, key, a->time_ms, hr_slice_of(a->id, HR_ACTIVITY_ID_LEN));
 }
 
-void hr_feeds_add_entries(const hr_feeds *f, hr_batch *b, const hr_activity *a) {
+int hr_feeds_write_new(hr_feeds *f, hr_batch *b, const hr_activity *a, hr_err *err) {
     hr_buf k = HR_BUF_INIT, v = HR_BUF_INIT;
     hr_slice id = hr_slice_of(a->id, HR_ACTIVITY_ID_LEN);
-    hr_activity_encode(a, false, &v);
-    hr_put(b, hr_feeds_body_key(f, id, &k), hr_buf_slice(&v), 0);
     if (a->foreign_id.len) hr_put(b, hr_feeds_fid_key(f, a->actor, a->foreign_id, &k), id, 0);
     for_each_list(f, a, b, add_one, &k);
+    bool atomic = hr_store_batches_atomic(f->store);
+    hr_activity_encode(a, false, &v);
+    if (atomic) hr_put(b, hr_feeds_body_key(f, id, &k), hr_buf_slice(&v), 0);
+    int rc = hr_core_exec(f->store, b, 0, "write activity", err);
+    if (rc == HR_OK && !atomic) {
+        hr_batch_reset(b);
+        hr_put(b, hr_feeds_body_key(f, id, &k), hr_buf_slice(&v), 0);
+        rc = hr_core_exec(f->store, b, 0, "write activity", err);
+    }
     hr_buf_free(&k);
     hr_buf_free(&v);
+    return rc;
 }
 
 void hr_feeds_remove_entries(const hr_feeds *f, hr_batch *b, const hr_activity *a) {
@@ -179,6 +187,23 @@ int hr_feeds_get(hr_feeds *f, hr_slice id, hr_arena *a, hr_activity *out, hr_err
     bool live = false;
     if (rc == HR_OK) rc = body_result(b, op, id, a, out, &live, err);
     if (rc == HR_OK && !live) rc = hr_err_set(err, HR_ENOTFOUND, "no activity '%.*s'", (int)id.len, id.ptr);
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    return rc;
+}
+
+int hr_feeds_body_state(hr_feeds *f, hr_slice id, hr_arena *a, hr_activity *out, int *state, hr_err *err) {
+    memset(out, 0, sizeof *out);
+    *state = HR_BODY_MISSING;
+    hr_buf k = HR_BUF_INIT;
+    hr_batch *b = hr_batch_new();
+    size_t op = hr_get(b, hr_feeds_body_key(f, id, &k));
+    int rc = hr_core_exec(f->store, b, 0, "activity", err);
+    bool live = false;
+    if (rc == HR_OK && hr_batch_result(b, op)->rc != HR_ENOTFOUND) {
+        rc = body_result(b, op, id, a, out, &live, err);
+        *state = live ? HR_BODY_LIVE : HR_BODY_DELETED;
+    }
     hr_batch_free(b);
     hr_buf_free(&k);
     return rc;
@@ -240,35 +265,62 @@ int hr_feeds_create(hr_feeds *f, const hr_activity *in, int64_t now_ms, hr_arena
     unsigned flags;
     rc = create_plan(f, &act, a, &existing, &flags, err);
     if (rc != HR_OK) return rc;
-    if (existing.len) {
-        rc = hr_feeds_get(f, existing, a, out, err);
-        if (rc != HR_ENOTFOUND) {
-            *duplicate = rc == HR_OK;
-            return rc;
+    bool adopted = false;
+    if (existing.len && hr_activity_id_valid(existing)) {
+        int state;
+        rc = hr_feeds_body_state(f, existing, a, out, &state, err);
+        if (rc != HR_OK) return rc;
+        if (state == HR_BODY_LIVE) {
+            *duplicate = true;
+            return HR_OK;
         }
-        /* Its activity was deleted: the foreign_id names a new one now. */
-        memset(err, 0, sizeof *err);
+        if (state == HR_BODY_MISSING) {
+            /* The mapping is written first and the body last (below): an
+             * activity a create cut short by a crash (or one in flight)
+             * began. This create finishes it under the same id and time
+             * (the id's first 12 hex digits), so whatever the first one
+             * wrote, and its job if it pushed one, write the same entries. */
+            memcpy(act.id, existing.ptr, HR_ACTIVITY_ID_LEN);
+            act.id[HR_ACTIVITY_ID_LEN] = '\0';
+            char t[13];
+            memcpy(t, act.id, 12);
+            t[12] = '\0';
+            act.time_ms = (int64_t)strtoll(t, NULL, 16);
+            adopted = true;
+        }
+        /* HR_BODY_DELETED: the foreign_id names a new activity now. */
     }
-    hr_activity_new_id(act.time_ms, act.id);
+    if (!adopted) hr_activity_new_id(act.time_ms, act.id);
 
-    /* (2) The job first, then (3) everything a reader sees (feeds.h). */
+    /* (2) The foreign-id mapping, so that a retry finds this id whatever
+     * happens next; the job, so that it is acknowledged with the activity
+     * or not at all; (3) everything a reader sees, the body last (feeds.h).
+     * On RocksDB the mapping goes with the job (one atomic batch). */
     hr_feed_job job = {.kind = HR_JOB_ADD, .activity = act, .flags = flags, .time_ms = now_ms};
     hr_batch *b = hr_batch_new();
-    hr_feeds_push_job(f, b, &job);
-    rc = hr_core_exec(f->store, b, 0, "create activity", err);
+    hr_buf k = HR_BUF_INIT, acct = HR_BUF_INIT;
+    if (act.foreign_id.len)
+        hr_put(b, hr_feeds_fid_key(f, act.actor, act.foreign_id, &k), hr_slice_of(act.id, HR_ACTIVITY_ID_LEN),
+               0);
+    if (act.foreign_id.len && !hr_store_batches_atomic(f->store)) {
+        rc = hr_core_exec(f->store, b, 0, "create activity", err);
+        hr_batch_reset(b);
+    }
+    if (rc == HR_OK) {
+        hr_feeds_push_job(f, b, &job);
+        rc = hr_core_exec(f->store, b, 0, "create activity", err);
+    }
     if (rc == HR_OK) {
         hr_batch_reset(b);
-        hr_feeds_add_entries(f, b, &act);
-        hr_buf k = HR_BUF_INIT, acct = HR_BUF_INIT;
         hr_slice group = hr_activity_group(&act);
         if (flags & HR_JOB_MARK_ACTOR_BIG)
             hr_zadd(b, hr_feeds_big_key(f, &k), (double)now_ms, hr_feeds_account(false, act.actor, &acct));
         if (flags & HR_JOB_MARK_GROUP_BIG)
             hr_zadd(b, hr_feeds_big_key(f, &k), (double)now_ms, hr_feeds_account(true, group, &acct));
-        hr_buf_free(&k);
-        hr_buf_free(&acct);
-        rc = hr_core_exec(f->store, b, 0, "create activity", err);
+        rc = hr_feeds_write_new(f, b, &act, err);
     }
+    hr_buf_free(&k);
+    hr_buf_free(&acct);
     hr_batch_free(b);
     if (rc != HR_OK) return rc;
     hr_feeds_notify(f);

@@ -17,13 +17,24 @@
  *   {NSq/QUEUE}         queue   fan-out jobs (core/fanout.h); QUEUE is the
  *                               fanout_queue setting, "fanout" by default
  *
- * Creating an activity costs 3 round trips: (1) a read of the foreign-id
- * mapping, the actor's follower count and whether the actor (and group) is
- * big; (2) the fan-out job, pushed first so that it is acknowledged with the
- * activity or not at all; (3) one batch of body, mapping, feed and index
- * entries. A crash between (2) and (3) loses nothing: the job carries the
- * activity, and its worker writes (3) again (every write is idempotent)
- * before fanning out.
+ * Creating an activity costs 3 round trips on RocksDB: (1) a read of the
+ * foreign-id mapping, the actor's follower count and whether the actor (and
+ * group) is big; (2) the foreign-id mapping and the fan-out job, so that it
+ * is acknowledged with the activity or not at all; (3) the feed and index
+ * entries and the body. On Redis Cluster, whose batches are pipelines over
+ * several slots that a crash can cut anywhere, the mapping goes before the
+ * job and the body after the entries, each in a batch of its own: 5 round
+ * trips with a foreign_id, 4 without.
+ *
+ * Why that order (test_feeds.c, create_after_a_crash, kills a create in
+ * every subset of every batch on both stores). The body says the activity
+ * exists. A crash before it leaves pieces: the job, if pushed, finds no
+ * body and writes them all again (hr_feeds_write_new) before fanning out;
+ * and the client's retry finds the mapping, written first, with no body,
+ * and finishes that same activity (its id, and the time the id holds)
+ * instead of making a second one. With the job first (as before
+ * 2026-11-27), a crash between it and the mapping made the retry create a
+ * second activity beside the job's.
  *
  * Big accounts (the hybrid): an actor with more followers than
  * fanout_threshold, or a group with more members, is not fanned out. When

@@ -12,6 +12,7 @@
 #include "core/fanout.h"
 #include "core/feeds.h"
 #include "core/graph.h"
+#include "fault_store.h"
 #include "support.h"
 
 /* Activity times near the real clock: timeline entries expire timeline_ttl
@@ -326,3 +327,89 @@ static void check_big_accounts_merge_at_read(env *e) {
     cr_assert_eq(hr_store_batches_total() - batches, 2, "two round trips for a page");
 }
 BOTH_BACKENDS(check_big_accounts_merge_at_read, run_big)
+
+/* ---- Crashes ---- */
+
+/* How many items a page of feed `kind` of `who` has. */
+static size_t count_feed(env *e, hr_feed_kind kind, const char *who) {
+    const char *ids = read_ids(e, kind, who, 100);
+    size_t n = *ids ? 1 : 0;
+    for (const char *p = ids; *p; p++)
+        n += *p == ',';
+    return n;
+}
+
+/* A create (with a foreign_id) killed by a crash in batch `at` with the
+ * ops in keep run (fault_store.h), then the client's retry on a restarted
+ * server and the fan-out: afterwards there is exactly one activity, in the
+ * actor's feed, the follower's timeline and the index, as if the killed
+ * create had run whole or not at all. Returns how many ops the batch the crash hit had (0: the
+ * create ran whole before batch `at`). */
+static size_t create_crashed_then_retried(env *e, int n, size_t at, uint64_t keep) {
+    char actor[16], fan[16], fid[16];
+    snprintf(actor, sizeof actor, "a%d", n);
+    snprintf(fan, sizeof fan, "f%d", n);
+    snprintf(fid, sizeof fid, "fid%d", n);
+    follow(e, fan, actor);
+    drain(e);
+    hr_activity in = {.actor = hr_slice_str(actor),
+                      .verb = hr_slice_str("post"),
+                      .object = hr_slice_str(fid),
+                      .foreign_id = hr_slice_str(fid),
+                      .time_ms = T0 + n};
+    hr_activity out;
+    bool dup;
+    hr_err err = {0};
+    hr_store *dying = fault_store_crash(e->t.store, at, keep);
+    hr_graph *graph = hr_graph_new(dying, e->ns);
+    hr_feeds_options o = {
+        .ns = e->ns, .fanout_threshold = 10000, .timeline_ttl_ms = 60LL * 86400000, .timeline_max = 1000};
+    hr_feeds *feeds = hr_feeds_new(dying, graph, &o);
+    int rc = hr_feeds_create(feeds, &in, e->now, &e->a, &out, &dup, &err);
+    bool crashed = fault_store_hit(dying);
+    cr_assert(crashed ? rc != HR_OK : rc == HR_OK, "crash at %zu/%#llx: rc %d (%s)", at,
+              (unsigned long long)keep, rc, err.msg);
+    size_t ops = fault_store_batch_len(dying);
+    hr_feeds_free(feeds);
+    hr_graph_free(graph);
+    hr_store_close(dying);
+
+    /* the client's retry, on a restarted server whose workers run the jobs */
+    rc = hr_feeds_create(e->feeds, &in, e->now, &e->a, &out, &dup, &err);
+    cr_assert_eq(rc, HR_OK, "crash at %zu/%#llx: the retry: %s", at, (unsigned long long)keep, err.msg);
+    drain(e);
+    hr_activity got;
+    cr_assert_eq(hr_feeds_get(e->feeds, hr_slice_of(out.id, HR_ACTIVITY_ID_LEN), &e->a, &got, &err), HR_OK,
+                 "crash at %zu/%#llx: get: %s", at, (unsigned long long)keep, err.msg);
+    cr_assert_eq(count_feed(e, HR_FEED_USER, actor), 1, "crash at %zu/%#llx: the actor's feed", at,
+                 (unsigned long long)keep);
+    cr_assert_eq(count_feed(e, HR_FEED_TIMELINE, fan), 1, "crash at %zu/%#llx: the follower's timeline", at,
+                 (unsigned long long)keep);
+    cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, fan, 10), out.id);
+    hr_activity filter = {.object = hr_slice_str(fid)};
+    hr_feed_req req = {.limit = 10, .before_ms = INT64_MAX, .after_ms = INT64_MIN};
+    hr_feed_page page;
+    cr_assert_eq(hr_feeds_query(e->feeds, &filter, &req, e->now, &e->a, &page, &err), HR_OK, "%s", err.msg);
+    cr_assert_eq(page.n, 1, "crash at %zu/%#llx: %zu in the index", at, (unsigned long long)keep, page.n);
+    return crashed ? ops : 0;
+}
+
+/* A server killed anywhere in a create: the retry and the fan-out job
+ * leave one whole activity. On Redis Cluster a batch is a pipeline to
+ * several nodes, so every subset of every batch is tried; RocksDB's
+ * batches are whole or nothing. */
+static void create_after_a_crash(env *e) {
+    bool atomic = hr_store_batches_atomic(e->t.store);
+    int n = 0;
+    size_t tried = 0;
+    for (size_t at = 0;; at++) {
+        size_t ops = create_crashed_then_retried(e, n++, at, 0);
+        if (ops == 0) break; /* past the create's last batch */
+        tried++;
+        uint64_t masks = atomic ? 2 : (uint64_t)1 << ops;
+        for (uint64_t m = 1; m < masks; m++, tried++)
+            create_crashed_then_retried(e, n++, at, atomic ? FAULT_KEEP_ALL : m);
+    }
+    cr_assert(tried >= (atomic ? 6u : 20u), "%zu crashes tried", tried);
+}
+BOTH_BACKENDS(create_after_a_crash, run_default)
