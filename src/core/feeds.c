@@ -137,20 +137,32 @@ static void rem_one(hr_batch *b, hr_slice key, const hr_activity *a, int64_t exp
     hr_tlrem(b, key, a->time_ms, hr_slice_of(a->id, HR_ACTIVITY_ID_LEN));
 }
 
+/* Run b, then write body (as value, with expiry) at activity id's body key:
+ * in b where batches are atomic, in a batch of its own after b is answered
+ * where they are not (Redis Cluster). The body is what readers, jobs and
+ * retries go by, so whatever b holds must be there before it changes. */
+static int write_body_last(hr_feeds *f, hr_batch *b, hr_slice id, hr_slice body, int64_t expiry,
+                           const char *what, hr_err *err) {
+    hr_buf k = HR_BUF_INIT;
+    bool atomic = hr_store_batches_atomic(f->store);
+    if (atomic) hr_put(b, hr_feeds_body_key(f, id, &k), body, expiry);
+    int rc = hr_batch_len(b) ? hr_core_exec(f->store, b, 0, what, err) : HR_OK;
+    if (rc == HR_OK && !atomic) {
+        hr_batch_reset(b);
+        hr_put(b, hr_feeds_body_key(f, id, &k), body, expiry);
+        rc = hr_core_exec(f->store, b, 0, what, err);
+    }
+    hr_buf_free(&k);
+    return rc;
+}
+
 int hr_feeds_write_new(hr_feeds *f, hr_batch *b, const hr_activity *a, hr_err *err) {
     hr_buf k = HR_BUF_INIT, v = HR_BUF_INIT;
     hr_slice id = hr_slice_of(a->id, HR_ACTIVITY_ID_LEN);
     if (a->foreign_id.len) hr_put(b, hr_feeds_fid_key(f, a->actor, a->foreign_id, &k), id, 0);
     for_each_list(f, a, b, add_one, &k);
-    bool atomic = hr_store_batches_atomic(f->store);
     hr_activity_encode(a, false, &v);
-    if (atomic) hr_put(b, hr_feeds_body_key(f, id, &k), hr_buf_slice(&v), 0);
-    int rc = hr_core_exec(f->store, b, 0, "write activity", err);
-    if (rc == HR_OK && !atomic) {
-        hr_batch_reset(b);
-        hr_put(b, hr_feeds_body_key(f, id, &k), hr_buf_slice(&v), 0);
-        rc = hr_core_exec(f->store, b, 0, "write activity", err);
-    }
+    int rc = write_body_last(f, b, id, hr_buf_slice(&v), 0, "write activity", err);
     hr_buf_free(&k);
     hr_buf_free(&v);
     return rc;
@@ -344,15 +356,16 @@ int hr_feeds_update(hr_feeds *f, hr_slice id, const hr_slice *new_object, hr_sli
     if (new_object) act.object = *new_object;
     rc = hr_activity_check(&act, err);
     if (rc != HR_OK) return rc;
+    /* The object's index first, the body last: a retry after a crash
+     * between them reads the old body, so it moves the index entry again. */
     hr_buf k = HR_BUF_INIT, v = HR_BUF_INIT;
     hr_batch *b = hr_batch_new();
-    hr_activity_encode(&act, false, &v);
-    hr_put(b, hr_feeds_body_key(f, id, &k), hr_buf_slice(&v), 0);
     if (!hr_slice_eq(old.object, act.object)) {
         if (old.object.len) rem_one(b, hr_feeds_index_key(f, "object", old.object, &k), &old, 0);
         if (act.object.len) add_one(b, hr_feeds_index_key(f, "object", act.object, &k), &act, 0);
     }
-    rc = hr_core_exec(f->store, b, 0, "update activity", err);
+    hr_activity_encode(&act, false, &v);
+    rc = write_body_last(f, b, id, hr_buf_slice(&v), 0, "update activity", err);
     hr_batch_free(b);
     hr_buf_free(&k);
     hr_buf_free(&v);
@@ -374,9 +387,11 @@ int hr_feeds_delete(hr_feeds *f, hr_slice id, int64_t now_ms, hr_err *err) {
         hr_batch *b = hr_batch_new();
         hr_feed_job job = {.kind = HR_JOB_REMOVE, .activity = act, .time_ms = now_ms};
         hr_feeds_push_job(f, b, &job);
+        /* The job first, the tombstone last: a retry after a crash between
+         * them still finds the activity, so it pushes the job again. */
         hr_activity_encode(&act, true, &v);
-        hr_put(b, hr_feeds_body_key(f, id, &k), hr_buf_slice(&v), now_ms + f->opts.timeline_ttl_ms);
-        rc = hr_core_exec(f->store, b, 0, "delete activity", err);
+        rc = write_body_last(f, b, id, hr_buf_slice(&v), now_ms + f->opts.timeline_ttl_ms, "delete activity",
+                             err);
         hr_batch_free(b);
         hr_buf_free(&k);
         hr_buf_free(&v);

@@ -88,10 +88,15 @@ int hr_feeds_create(hr_feeds *f, const hr_activity *in, int64_t now_ms, hr_arena
 /* The activity id; HR_ENOTFOUND if none (or deleted). */
 int hr_feeds_get(hr_feeds *f, hr_slice id, hr_arena *a, hr_activity *out, hr_err *err);
 /* Replace data, and object when new_object is non-NULL (an empty slice
- * removes it). *out is the new version. */
+ * removes it). *out is the new version. The object's index entries are
+ * moved before the body changes (on Redis Cluster in a batch before it), so
+ * a retry after a crash between them moves them again. */
 int hr_feeds_update(hr_feeds *f, hr_slice id, const hr_slice *new_object, hr_slice data, hr_arena *a,
                     hr_activity *out, hr_err *err);
-/* Delete: reads skip it at once; a job removes its entries. */
+/* Delete: reads skip it at once; a job removes its entries. The job is
+ * pushed before the tombstone is written (on Redis Cluster in a batch before
+ * it), so a retry after a crash between them still finds the activity and
+ * pushes the job again. */
 int hr_feeds_delete(hr_feeds *f, hr_slice id, int64_t now_ms, hr_err *err);
 
 typedef enum { HR_FEED_USER, HR_FEED_GROUP, HR_FEED_TIMELINE } hr_feed_kind;

@@ -11,6 +11,7 @@
 #include "core/activity.h"
 #include "core/fanout.h"
 #include "core/feeds.h"
+#include "core/feeds_internal.h"
 #include "core/graph.h"
 #include "fault_store.h"
 #include "support.h"
@@ -413,3 +414,109 @@ static void create_after_a_crash(env *e) {
     cr_assert(tried >= (atomic ? 6u : 20u), "%zu crashes tried", tried);
 }
 BOTH_BACKENDS(create_after_a_crash, run_default)
+
+/* Raw entries of a time list of feeds f (deleted activities included:
+ * reads skip those, so only the raw list shows what cleanup left). */
+static size_t raw_entries(env *e, const char *who, const char *suffix) {
+    hr_buf k = HR_BUF_INIT;
+    hr_batch *b = hr_batch_new();
+    hr_tlrange_spec sp = {.before_ms = INT64_MAX, .after_ms = INT64_MIN, .limit = 100, .now_ms = e->now};
+    size_t op = hr_tlrange(b, hr_feeds_user_key(e->feeds, hr_slice_str(who), suffix, &k), &sp);
+    cr_assert_eq(hr_store_exec(e->t.store, b, 0, NULL), HR_OK);
+    size_t n = hr_batch_result(b, op)->n_entries;
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    return n;
+}
+
+/* Activities of the index for object `object`. */
+static size_t by_object(env *e, const char *object) {
+    hr_activity filter = {.object = hr_slice_str(object)};
+    hr_feed_req req = {.limit = 10, .before_ms = INT64_MAX, .after_ms = INT64_MIN};
+    hr_feed_page page;
+    hr_err err = {0};
+    cr_assert_eq(hr_feeds_query(e->feeds, &filter, &req, e->now, &e->a, &page, &err), HR_OK, "%s", err.msg);
+    return page.n;
+}
+
+typedef enum { CRASH_UPDATE, CRASH_DELETE } crash_op;
+
+/* An update of the object (or a delete) of a fanned-out activity killed by
+ * a crash in batch `at` with the ops in keep run, then the client's retry
+ * and the jobs: the index (update) or every list (delete) is as if the
+ * killed request had run whole. Returns how many ops the batch the crash
+ * hit had (0: it ran whole before batch `at`). */
+static size_t change_crashed_then_retried(env *e, crash_op what, int n, size_t at, uint64_t keep) {
+    char actor[16], fan[16], o1[16], o2[16];
+    snprintf(actor, sizeof actor, "c%d", n);
+    snprintf(fan, sizeof fan, "cf%d", n);
+    snprintf(o1, sizeof o1, "old%d", n);
+    snprintf(o2, sizeof o2, "new%d", n);
+    follow(e, fan, actor);
+    drain(e);
+    hr_activity in = {.actor = hr_slice_str(actor),
+                      .verb = hr_slice_str("post"),
+                      .object = hr_slice_str(o1),
+                      .time_ms = T0 + n};
+    hr_activity act, out;
+    bool dup;
+    hr_err err = {0};
+    cr_assert_eq(hr_feeds_create(e->feeds, &in, e->now, &e->a, &act, &dup, &err), HR_OK, "%s", err.msg);
+    drain(e);
+    hr_slice id = hr_slice_of(act.id, HR_ACTIVITY_ID_LEN), obj = hr_slice_str(o2);
+
+    hr_store *dying = fault_store_crash(e->t.store, at, keep);
+    hr_graph *graph = hr_graph_new(dying, e->ns);
+    hr_feeds_options o = {
+        .ns = e->ns, .fanout_threshold = 10000, .timeline_ttl_ms = 60LL * 86400000, .timeline_max = 1000};
+    hr_feeds *feeds = hr_feeds_new(dying, graph, &o);
+    int rc = what == CRASH_UPDATE ? hr_feeds_update(feeds, id, &obj, hr_slice_str("{}"), &e->a, &out, &err)
+                                  : hr_feeds_delete(feeds, id, e->now, &err);
+    bool crashed = fault_store_hit(dying);
+    cr_assert(crashed ? rc != HR_OK : rc == HR_OK, "crash at %zu/%#llx: rc %d (%s)", at,
+              (unsigned long long)keep, rc, err.msg);
+    size_t ops = fault_store_batch_len(dying);
+    hr_feeds_free(feeds);
+    hr_graph_free(graph);
+    hr_store_close(dying);
+
+    /* the client's retry (a delete that finds it gone answers 404), then the jobs */
+    rc = what == CRASH_UPDATE ? hr_feeds_update(e->feeds, id, &obj, hr_slice_str("{}"), &e->a, &out, &err)
+                              : hr_feeds_delete(e->feeds, id, e->now, &err);
+    cr_assert(rc == HR_OK || (what == CRASH_DELETE && rc == HR_ENOTFOUND),
+              "crash at %zu/%#llx: the retry: %s", at, (unsigned long long)keep, err.msg);
+    drain(e);
+    if (what == CRASH_UPDATE) {
+        cr_assert_eq(by_object(e, o2), 1, "crash at %zu/%#llx: the new object's index", at,
+                     (unsigned long long)keep);
+        cr_assert_eq(by_object(e, o1), 0, "crash at %zu/%#llx: the old object's index", at,
+                     (unsigned long long)keep);
+    } else {
+        cr_assert_eq(hr_feeds_get(e->feeds, id, &e->a, &out, &err), HR_ENOTFOUND);
+        cr_assert_eq(raw_entries(e, actor, "/fd"), 0, "crash at %zu/%#llx: the actor's feed", at,
+                     (unsigned long long)keep);
+        cr_assert_eq(raw_entries(e, fan, "/tl"), 0, "crash at %zu/%#llx: the follower's timeline", at,
+                     (unsigned long long)keep);
+    }
+    return crashed ? ops : 0;
+}
+
+/* A server killed anywhere in an update or a delete: the retry (and the
+ * jobs) finish it. Every subset of every batch on Redis Cluster; whole
+ * batches on RocksDB. */
+static void change_after_a_crash(env *e) {
+    bool atomic = hr_store_batches_atomic(e->t.store);
+    int n = 0;
+    size_t tried = 0;
+    for (int what = CRASH_UPDATE; what <= CRASH_DELETE; what++)
+        for (size_t at = 0;; at++) {
+            size_t ops = change_crashed_then_retried(e, what, n++, at, 0);
+            if (ops == 0) break; /* past the request's last batch */
+            tried++;
+            uint64_t masks = atomic ? 2 : (uint64_t)1 << ops;
+            for (uint64_t m = 1; m < masks; m++, tried++)
+                change_crashed_then_retried(e, what, n++, at, atomic ? FAULT_KEEP_ALL : m);
+        }
+    cr_assert(tried >= (atomic ? 8u : 12u), "%zu crashes tried", tried);
+}
+BOTH_BACKENDS(change_after_a_crash, run_default)
