@@ -130,6 +130,21 @@ size_t fault_store_batch_len(const hr_store *s) {
     return ((const fault_store *)s)->at_len;
 }
 
+size_t fault_store_every_crash(const hr_store *inner, size_t (*one)(void *ctx, size_t at, uint64_t keep),
+                               void *ctx) {
+    bool atomic = inner->backend->batches_atomic;
+    size_t tried = 0;
+    for (size_t at = 0;; at++) {
+        size_t ops = one(ctx, at, 0);
+        if (ops == 0) return tried;
+        tried++;
+        cr_assert(atomic || ops < 64, "batch %zu has %zu ops: too many subsets", at, ops);
+        uint64_t masks = atomic ? 2 : (uint64_t)1 << ops;
+        for (uint64_t m = 1; m < masks; m++, tried++)
+            one(ctx, at, atomic ? FAULT_KEEP_ALL : m);
+    }
+}
+
 void fault_store_expire_leases(hr_store *s) {
     fault_store *c = (fault_store *)s;
     hr_batch *b = hr_batch_new();

@@ -40,6 +40,16 @@ size_t fault_store_batch_len(const hr_store *s);
  * hr_put_if_missing (leases). */
 void fault_store_expire_leases(hr_store *s);
 
+/* Call one(ctx, at, keep) at every crash point of one operation: each batch
+ * `at` from 0 on, with every subset `keep` of its ops where inner's batches
+ * are not atomic (a pipeline cut anywhere), or none and all of them where
+ * they are. one makes a fresh case, crashes it with fault_store_crash(inner,
+ * at, keep), checks what the retry repairs, and answers how many ops batch
+ * `at` had: 0 once `at` is past the operation's last batch, which ends the
+ * walk. Returns how many crashes were tried. */
+size_t fault_store_every_crash(const hr_store *inner, size_t (*one)(void *ctx, size_t at, uint64_t keep),
+                               void *ctx);
+
 /* hr_store_close frees the wrapper; inner stays open. */
 
 #endif
