@@ -383,7 +383,7 @@ int hr_feeds_delete(hr_feeds *f, hr_slice id, int64_t now_ms, hr_err *err) {
     if (rc == HR_OK) {
         /* The tombstone keeps reads from showing it (and a late ADD job from
          * bringing it back) until every entry is surely gone. */
-        hr_buf k = HR_BUF_INIT, v = HR_BUF_INIT;
+        hr_buf v = HR_BUF_INIT;
         hr_batch *b = hr_batch_new();
         hr_feed_job job = {.kind = HR_JOB_REMOVE, .activity = act, .time_ms = now_ms};
         hr_feeds_push_job(f, b, &job);
@@ -393,7 +393,6 @@ int hr_feeds_delete(hr_feeds *f, hr_slice id, int64_t now_ms, hr_err *err) {
         rc = write_body_last(f, b, id, hr_buf_slice(&v), now_ms + f->opts.timeline_ttl_ms, "delete activity",
                              err);
         hr_batch_free(b);
-        hr_buf_free(&k);
         hr_buf_free(&v);
         if (rc == HR_OK) hr_feeds_notify(f);
     }
