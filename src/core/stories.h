@@ -87,7 +87,9 @@
  * (a new story's sum is 0: a vote needs the metadata first), not settled
  * after: a crash in between left a story out of the hot ranking on both
  * stores until its first vote. test_stories.c (create_after_a_crash) kills
- * a create in every subset of every batch.
+ * a create, and an add_url, in every subset of every batch: an add_url
+ * writes the new lookup key whether or not the metadata already lists the
+ * URL, so its retry repairs either half.
  *
  * Cost in store round trips (one batch each):
  *   create      2 (a new story: lookup, writes; 3 on Redis Cluster, the

@@ -826,6 +826,48 @@ static size_t create_crashed_then_retried(env *e, int n, size_t at, uint64_t kee
     return crashed ? ops : 0;
 }
 
+/* An alias added to a story (add_url, preferred) killed by a crash in batch
+ * `at` with the ops in keep run, then the client's retry: the story then
+ * lists the alias first, and a lookup of the alias finds the story.
+ * Returns how many ops the batch the crash hit had (0: it ran whole first). */
+static size_t alias_crashed_then_retried(env *e, int n, size_t at, uint64_t keep) {
+    char url[64], alias[64];
+    snprintf(url, sizeof url, "https://alias.example/%d", n);
+    snprintf(alias, sizeof alias, "https://mirror.example/%d", n);
+    hr_story st = create(e, url, "<p>x</p>", T0 + n, false);
+    hr_store *dying = fault_store_crash(e->t.store, at, keep);
+    hr_stories_options o = {.ns = e->ns};
+    hr_stories *stories = hr_stories_new(dying, &o);
+    hr_story out;
+    bool added;
+    hr_err err = {0};
+    hr_log_set_level(HR_LOG_ERROR); /* the dying server's warnings (a lease not given back) are expected */
+    int rc = hr_stories_add_url(stories, hr_slice_str(st.id), hr_slice_str(alias), true, &e->a, &out, &added,
+                                &err);
+    bool crashed = fault_store_hit(dying);
+    cr_assert(crashed || rc == HR_OK, "crash at %zu/%#llx: rc %d (%s)", at, (unsigned long long)keep, rc,
+              err.msg);
+    size_t ops = fault_store_batch_len(dying);
+    fault_store_expire_leases(dying);
+    hr_stories_free(stories);
+    hr_store_close(dying);
+    hr_log_set_level(HR_LOG_INFO);
+
+    cr_assert_eq(hr_stories_add_url(e->stories, hr_slice_str(st.id), hr_slice_str(alias), true, &e->a, &out,
+                                    &added, &err),
+                 HR_OK, "crash at %zu/%#llx: the retry: %s", at, (unsigned long long)keep, err.msg);
+    hr_story got;
+    cr_assert_eq(hr_stories_get(e->stories, hr_slice_str(st.id), false, &e->a, &got, &err), HR_OK, "%s",
+                 err.msg);
+    cr_assert(got.n_urls == 2, "crash at %zu/%#llx: %zu URLs", at, (unsigned long long)keep, got.n_urls);
+    assert_url(got.url, alias);
+    cr_assert_str_eq(find(e, alias).id, st.id, "crash at %zu/%#llx: found by the alias", at,
+                     (unsigned long long)keep);
+    cr_assert_str_eq(find(e, url).id, st.id, "crash at %zu/%#llx: found by its first URL", at,
+                     (unsigned long long)keep);
+    return crashed ? ops : 0;
+}
+
 typedef struct crash_walk {
     env *e;
     int n; /* cases made so far: each has its own URL */
@@ -836,11 +878,17 @@ static size_t crash_one(void *ctx, size_t at, uint64_t keep) {
     return create_crashed_then_retried(w->e, w->n++, at, keep);
 }
 
-/* A server killed anywhere in a create: the client's retry makes the story
- * whole. */
+static size_t crash_alias(void *ctx, size_t at, uint64_t keep) {
+    crash_walk *w = ctx;
+    return alias_crashed_then_retried(w->e, w->n++, at, keep);
+}
+
+/* A server killed anywhere in a create, or in adding a URL: the client's
+ * retry makes the story whole. */
 static void create_after_a_crash(env *e) {
     crash_walk w = {.e = e};
     size_t tried = fault_store_every_crash(e->t.store, crash_one, &w);
+    tried += fault_store_every_crash(e->t.store, crash_alias, &w);
     cr_assert(tried >= (hr_store_batches_atomic(e->t.store) ? 4u : 20u), "%zu crashes tried", tried);
 }
 BOTH_BACKENDS(create_after_a_crash)
