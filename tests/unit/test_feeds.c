@@ -364,12 +364,13 @@ static size_t by_object(env *e, const char *object) {
     return page.n;
 }
 
-typedef enum { CRASH_CREATE, CRASH_UPDATE, CRASH_DELETE } crash_op;
+typedef enum { CRASH_CREATE, CRASH_UPDATE, CRASH_DELETE, CRASH_FOLLOW } crash_op;
 
 /* One case: an actor with a follower; for an update or a delete, its
  * fanned-out activity (object "old" + n); the request (a create with
  * foreign_id and object "new" + n, an update of the object to it, or a
- * delete). */
+ * delete). A follow's case: the actor follows the user and has posted, and
+ * the request is the user's follow of the actor. */
 typedef struct crash_case {
     crash_op what;
     char actor[16], fan[16], o1[16], o2[16];
@@ -377,14 +378,35 @@ typedef struct crash_case {
     hr_activity act; /* the activity an update or delete changes */
 } crash_case;
 
-static int crash_request(env *e, hr_feeds *feeds, crash_case *c, hr_activity *out, hr_err *err) {
+static int crash_request(env *e, hr_graph *graph, hr_feeds *feeds, crash_case *c, hr_activity *out,
+                         hr_err *err) {
     hr_slice id = hr_slice_of(c->act.id, HR_ACTIVITY_ID_LEN), obj = hr_slice_str(c->o2);
     bool dup;
     switch (c->what) {
     case CRASH_CREATE: return hr_feeds_create(feeds, &c->in, e->now, &e->a, out, &dup, err);
     case CRASH_UPDATE: return hr_feeds_update(feeds, id, &obj, hr_slice_str("{}"), &e->a, out, err);
-    default: return hr_feeds_delete(feeds, id, e->now, err);
+    case CRASH_DELETE: return hr_feeds_delete(feeds, id, e->now, err);
+    default: { /* as the API does it: the job first, then the graph */
+        hr_batch *b = hr_batch_new();
+        hr_slice user = hr_slice_str(c->fan), target = hr_slice_str(c->actor);
+        int rc = hr_feeds_relation_job(feeds, b, user, false, target, true, e->now, err);
+        if (rc == HR_OK) rc = hr_graph_follow(graph, b, user, target, e->now, NULL, err);
+        hr_batch_free(b);
+        return rc;
     }
+    }
+}
+
+/* Whether id is in set `set` of who. */
+static bool in_set(env *e, hr_graph_set set, const char *who, const char *id) {
+    hr_list_req req = {.limit = 100};
+    hr_id_page page;
+    hr_err err = {0};
+    cr_assert_eq(hr_graph_list(e->graph, set, hr_slice_str(who), &req, &e->a, &page, &err), HR_OK, "%s",
+                 err.msg);
+    for (size_t i = 0; i < page.n; i++)
+        if (hr_slice_eq(page.ids[i], hr_slice_str(id))) return true;
+    return false;
 }
 
 /* Case n of request `what`, killed by a crash in batch `at` with the ops in
@@ -402,7 +424,7 @@ static size_t crash_then_retry(env *e, crash_op what, int n, size_t at, uint64_t
     snprintf(c.fan, sizeof c.fan, "f%d", n);
     snprintf(c.o1, sizeof c.o1, "old%d", n);
     snprintf(c.o2, sizeof c.o2, "new%d", n);
-    follow(e, c.fan, c.actor);
+    follow(e, what == CRASH_FOLLOW ? c.actor : c.fan, what == CRASH_FOLLOW ? c.fan : c.actor);
     drain(e);
     hr_err err = {0};
     c.in = (hr_activity){.actor = hr_slice_str(c.actor), .verb = hr_slice_str("post"), .time_ms = T0 + n};
@@ -422,7 +444,7 @@ static size_t crash_then_retry(env *e, crash_op what, int n, size_t at, uint64_t
         .ns = e->ns, .fanout_threshold = 10000, .timeline_ttl_ms = 60LL * 86400000, .timeline_max = 1000};
     hr_feeds *feeds = hr_feeds_new(dying, graph, &o);
     hr_activity out;
-    int rc = crash_request(e, feeds, &c, &out, &err);
+    int rc = crash_request(e, graph, feeds, &c, &out, &err);
     bool crashed = fault_store_hit(dying);
     cr_assert(crashed ? rc != HR_OK : rc == HR_OK, "crash at %zu/%#llx: rc %d (%s)", at,
               (unsigned long long)keep, rc, err.msg);
@@ -432,7 +454,7 @@ static size_t crash_then_retry(env *e, crash_op what, int n, size_t at, uint64_t
     hr_store_close(dying);
 
     /* the retry (a delete that finds the activity gone answers 404), the jobs */
-    rc = crash_request(e, e->feeds, &c, &out, &err);
+    rc = crash_request(e, e->graph, e->feeds, &c, &out, &err);
     cr_assert(rc == HR_OK || (what == CRASH_DELETE && rc == HR_ENOTFOUND),
               "crash at %zu/%#llx: the retry: %s", at, (unsigned long long)keep, err.msg);
     drain(e);
@@ -450,6 +472,14 @@ static size_t crash_then_retry(env *e, crash_op what, int n, size_t at, uint64_t
                      (unsigned long long)keep);
         cr_assert_eq(by_object(e, c.o1), 0, "crash at %zu/%#llx: the old object's index", at,
                      (unsigned long long)keep);
+    } else if (what == CRASH_FOLLOW) {
+        cr_assert(in_set(e, HR_GRAPH_FOLLOWS, c.fan, c.actor) &&
+                      in_set(e, HR_GRAPH_FOLLOWERS, c.actor, c.fan),
+                  "crash at %zu/%#llx: the follow edge, both ways", at, (unsigned long long)keep);
+        cr_assert(in_set(e, HR_GRAPH_FRIENDS, c.fan, c.actor) && in_set(e, HR_GRAPH_FRIENDS, c.actor, c.fan),
+                  "crash at %zu/%#llx: friends, both ways", at, (unsigned long long)keep);
+        cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, c.fan, 10), c.act.id,
+                         "crash at %zu/%#llx: the backfill", at, (unsigned long long)keep);
     } else {
         cr_assert_eq(hr_feeds_get(e->feeds, hr_slice_of(c.act.id, HR_ACTIVITY_ID_LEN), &e->a, &out, &err),
                      HR_ENOTFOUND);
@@ -472,12 +502,12 @@ static size_t crash_one(void *ctx, size_t at, uint64_t keep) {
     return crash_then_retry(w->e, w->what, w->n++, at, keep);
 }
 
-/* A server killed anywhere in a create, an update or a delete: the retry
- * and the jobs finish it. */
+/* A server killed anywhere in a create, an update, a delete or a follow:
+ * the retry and the jobs finish it. */
 static void request_after_a_crash(env *e) {
     size_t tried = 0;
     crash_walk w = {.e = e};
-    for (w.what = CRASH_CREATE; w.what <= CRASH_DELETE; w.what++)
+    for (w.what = CRASH_CREATE; w.what <= CRASH_FOLLOW; w.what++)
         tried += fault_store_every_crash(e->t.store, crash_one, &w);
     cr_assert(tried >= (hr_store_batches_atomic(e->t.store) ? 14u : 32u), "%zu crashes tried", tried);
 }
