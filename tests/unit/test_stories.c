@@ -766,6 +766,45 @@ static int ranked(env *e, hr_rank_kind kind, const char *id, double *score) {
     return rc;
 }
 
+/* A request of the crash tests, run by a server over stories s. */
+typedef struct story_request {
+    bool add_url; /* else a create */
+    const char *url, *content, *id;
+    int64_t time;
+} story_request;
+
+static int story_request_run(env *e, hr_stories *s, const story_request *r, hr_story *out, hr_err *err) {
+    bool flag;
+    return r->add_url ? hr_stories_add_url(s, hr_slice_str(r->id), hr_slice_str(r->url), true, &e->a, out,
+                                           &flag, err)
+                      : hr_stories_create(s, hr_slice_str(r->url), hr_slice_str(r->content), r->time, &e->a,
+                                          out, &flag, err);
+}
+
+/* Run r on a server whose store dies in batch `at` with the ops in keep
+ * run (fault_store.h); its leases are expired at once. Returns how many
+ * ops the batch the crash hit had, 0 if r ran whole before it. A crash in
+ * the lease's return comes after every write: r then answered OK (and the
+ * server died before sending it). */
+static size_t story_request_dying(env *e, const story_request *r, size_t at, uint64_t keep) {
+    hr_store *dying = fault_store_crash(e->t.store, at, keep);
+    hr_stories_options o = {.ns = e->ns};
+    hr_stories *stories = hr_stories_new(dying, &o);
+    hr_story out;
+    hr_err err = {0};
+    hr_log_set_level(HR_LOG_ERROR); /* the dying server's warnings (a lease not given back) are expected */
+    int rc = story_request_run(e, stories, r, &out, &err);
+    bool crashed = fault_store_hit(dying);
+    cr_assert(crashed || rc == HR_OK, "crash at %zu/%#llx: rc %d (%s)", at, (unsigned long long)keep, rc,
+              err.msg);
+    size_t ops = crashed ? fault_store_batch_len(dying) : 0;
+    fault_store_expire_leases(dying);
+    hr_stories_free(stories);
+    hr_store_close(dying);
+    hr_log_set_level(HR_LOG_INFO);
+    return ops;
+}
+
 /* A create killed by a crash in batch `at` with the ops in keep run
  * (fault_store.h), then the client's retry on a restarted server: the
  * story is then whole (content, lookup by URL, the recent list, both
@@ -776,30 +815,14 @@ static size_t create_crashed_then_retried(env *e, int n, size_t at, uint64_t kee
     snprintf(url, sizeof url, "https://crash.example/%d", n);
     snprintf(content, sizeof content, "<p>story %d</p>", n);
     int64_t time = T0 + n;
-    hr_store *dying = fault_store_crash(e->t.store, at, keep);
-    hr_stories_options o = {.ns = e->ns};
-    hr_stories *stories = hr_stories_new(dying, &o);
+    story_request killed = {.url = url, .content = content, .time = time};
+    size_t ops = story_request_dying(e, &killed, at, keep);
     hr_story st;
-    bool dup;
     hr_err err = {0};
-    hr_log_set_level(HR_LOG_ERROR); /* the dying server's warnings (a lease not given back) are expected */
-    int rc =
-        hr_stories_create(stories, hr_slice_str(url), hr_slice_str(content), time, &e->a, &st, &dup, &err);
-    bool crashed = fault_store_hit(dying);
-    /* a crash in the lease's return comes after every write: the create
-     * answers OK (and the server dies before sending it) */
-    cr_assert(crashed || rc == HR_OK, "crash at %zu/%#llx: rc %d (%s)", at, (unsigned long long)keep, rc,
-              err.msg);
-    size_t ops = fault_store_batch_len(dying);
-    fault_store_expire_leases(dying);
-    hr_stories_free(stories);
-    hr_store_close(dying);
-    hr_log_set_level(HR_LOG_INFO);
 
     /* the retry: a new story or the one the killed create made */
-    rc =
-        hr_stories_create(e->stories, hr_slice_str(url), hr_slice_str(content), time, &e->a, &st, &dup, &err);
-    cr_assert_eq(rc, HR_OK, "crash at %zu/%#llx: the retry: %s", at, (unsigned long long)keep, err.msg);
+    cr_assert_eq(story_request_run(e, e->stories, &killed, &st, &err), HR_OK,
+                 "crash at %zu/%#llx: the retry: %s", at, (unsigned long long)keep, err.msg);
     char id[HR_STORY_ID_LEN + 1];
     strcpy(id, st.id);
     hr_story got;
@@ -823,7 +846,7 @@ static size_t create_crashed_then_retried(env *e, int n, size_t at, uint64_t kee
     for (size_t i = 0; i < p.n; i++)
         listed |= strcmp(p.items[i].id, id) == 0;
     cr_assert(listed, "crash at %zu/%#llx: in the recent stories", at, (unsigned long long)keep);
-    return crashed ? ops : 0;
+    return ops;
 }
 
 /* An alias added to a story (add_url, preferred) killed by a crash in batch
@@ -835,27 +858,12 @@ static size_t alias_crashed_then_retried(env *e, int n, size_t at, uint64_t keep
     snprintf(url, sizeof url, "https://alias.example/%d", n);
     snprintf(alias, sizeof alias, "https://mirror.example/%d", n);
     hr_story st = create(e, url, "<p>x</p>", T0 + n, false);
-    hr_store *dying = fault_store_crash(e->t.store, at, keep);
-    hr_stories_options o = {.ns = e->ns};
-    hr_stories *stories = hr_stories_new(dying, &o);
+    story_request killed = {.add_url = true, .url = alias, .id = st.id};
+    size_t ops = story_request_dying(e, &killed, at, keep);
     hr_story out;
-    bool added;
     hr_err err = {0};
-    hr_log_set_level(HR_LOG_ERROR); /* the dying server's warnings (a lease not given back) are expected */
-    int rc = hr_stories_add_url(stories, hr_slice_str(st.id), hr_slice_str(alias), true, &e->a, &out, &added,
-                                &err);
-    bool crashed = fault_store_hit(dying);
-    cr_assert(crashed || rc == HR_OK, "crash at %zu/%#llx: rc %d (%s)", at, (unsigned long long)keep, rc,
-              err.msg);
-    size_t ops = fault_store_batch_len(dying);
-    fault_store_expire_leases(dying);
-    hr_stories_free(stories);
-    hr_store_close(dying);
-    hr_log_set_level(HR_LOG_INFO);
-
-    cr_assert_eq(hr_stories_add_url(e->stories, hr_slice_str(st.id), hr_slice_str(alias), true, &e->a, &out,
-                                    &added, &err),
-                 HR_OK, "crash at %zu/%#llx: the retry: %s", at, (unsigned long long)keep, err.msg);
+    cr_assert_eq(story_request_run(e, e->stories, &killed, &out, &err), HR_OK,
+                 "crash at %zu/%#llx: the retry: %s", at, (unsigned long long)keep, err.msg);
     hr_story got;
     cr_assert_eq(hr_stories_get(e->stories, hr_slice_str(st.id), false, &e->a, &got, &err), HR_OK, "%s",
                  err.msg);
@@ -865,7 +873,7 @@ static size_t alias_crashed_then_retried(env *e, int n, size_t at, uint64_t keep
                      (unsigned long long)keep);
     cr_assert_str_eq(find(e, url).id, st.id, "crash at %zu/%#llx: found by its first URL", at,
                      (unsigned long long)keep);
-    return crashed ? ops : 0;
+    return ops;
 }
 
 typedef struct crash_walk {
