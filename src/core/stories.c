@@ -12,6 +12,7 @@
 
 #include "common/alloc.h"
 #include "common/log.h"
+#include "core/exec.h"
 #include "core/lease.h"
 #include "core/url.h"
 
@@ -504,16 +505,12 @@ int hr_stories_settle_hot(hr_stories *s, hr_slice id, int64_t time_ms, int64_t s
 
 /* ---- Creating stories and adding URLs ---------------------------------- */
 
-/* Run the write batch b of story id: HR_OK only when every op in it
- * succeeded. */
+/* Run the write batch b of story id (hr_core_exec: every op must succeed;
+ * errors name the story). */
 static int exec_all(hr_stories *s, hr_batch *b, hr_slice id, hr_err *err) {
-    int rc = hr_store_exec(s->store, b, 0, err);
-    for (size_t i = 0; rc == HR_OK && i < hr_batch_len(b); i++) {
-        const hr_result *r = hr_batch_result(b, i);
-        if (r->rc != HR_OK)
-            rc = hr_err_set(err, r->rc, "story %.*s: %s", (int)id.len, id.ptr, hr_strerror(r->rc));
-    }
-    return rc;
+    char what[32];
+    snprintf(what, sizeof what, "story %.*s", (int)id.len, id.ptr);
+    return hr_core_exec(s->store, b, 0, what, err);
 }
 
 int hr_stories_create(hr_stories *s, hr_slice url, hr_slice content, int64_t time_ms, hr_arena *a,
