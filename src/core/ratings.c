@@ -143,6 +143,10 @@ static int64_t stamp_i(int score, int64_t time_ms) {
 static double stamp(int score, int64_t time_ms) {
     return (double)stamp_i(score, time_ms);
 }
+/* The score a (valid) stamp holds. */
+static int stamp_score(int64_t st) {
+    return (int)(st % 4) - 1;
+}
 
 /* A stamp into *out (subject and object copied into a). */
 static int unstamp(double st, hr_slice s, hr_slice o, hr_arena *a, hr_rating *out, hr_err *err) {
@@ -152,7 +156,7 @@ static int unstamp(double st, hr_slice s, hr_slice o, hr_arena *a, hr_rating *ou
                           (int)s.len, s.ptr);
     out->subject = hr_arena_copy(a, s);
     out->object = hr_arena_copy(a, o);
-    out->score = (int)(v % 4) - 1;
+    out->score = stamp_score(v);
     out->time_ms = v / 4;
     return HR_OK;
 }
@@ -201,7 +205,15 @@ typedef struct upsert {
  * it is right even where a killed upsert changed the sum and not the
  * record), else the record's. */
 static void upsert_decide(upsert *u) {
-    u->held = u->noted ? (int)(u->noted_st % 4) - 1 : u->had ? u->old.score : 0;
+    u->held = u->noted ? stamp_score(u->noted_st) : u->had ? u->old.score : 0;
+}
+
+/* The note's read (hr_stories_vote_note_op) into u. */
+static int note_result(upsert *u, const hr_result *res, hr_err *err) {
+    if (res->rc != HR_OK && res->rc != HR_ENOTFOUND) return op_error(res, err, "vote note");
+    u->noted = res->rc == HR_OK;
+    u->noted_st = u->noted ? (int64_t)res->score : 0;
+    return HR_OK;
 }
 
 /* Round trip 1: the subject's record of the object and how many ratings
@@ -239,13 +251,7 @@ static int upsert_read(upsert *u, hr_batch *b, hr_lease *lease, hr_slice lk, hr_
         return op_error(res, err, "rating");
     }
     u->rated = (size_t)hr_batch_result(b, card_op)->num;
-    if (!u->atomic) {
-        res = hr_batch_result(b, note_op);
-        if (res->rc != HR_OK && res->rc != HR_ENOTFOUND) return op_error(res, err, "vote note");
-        u->noted = res->rc == HR_OK;
-        u->noted_st = u->noted ? (int64_t)res->score : 0;
-    }
-    return HR_OK;
+    return u->atomic ? HR_OK : note_result(u, hr_batch_result(b, note_op), err);
 }
 
 /* Read the note again (a compare-and-set found it changed since round
@@ -255,10 +261,7 @@ static int upsert_reread_note(upsert *u, hr_batch *b, hr_err *err) {
     size_t op = hr_stories_vote_note_op(u->r->stories, b, u->object, u->subject);
     int rc = hr_store_exec(u->r->store, b, 0, err);
     if (rc != HR_OK) return rc;
-    const hr_result *res = hr_batch_result(b, op);
-    if (res->rc != HR_OK && res->rc != HR_ENOTFOUND) return op_error(res, err, "vote note");
-    u->noted = res->rc == HR_OK;
-    u->noted_st = u->noted ? (int64_t)res->score : 0;
+    if ((rc = note_result(u, hr_batch_result(b, op), err)) != HR_OK) return rc;
     upsert_decide(u);
     return HR_OK;
 }
