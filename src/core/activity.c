@@ -21,6 +21,13 @@ void hr_activity_new_id(int64_t time_ms, char out[HR_ACTIVITY_ID_LEN + 1]) {
     snprintf(out, HR_ACTIVITY_ID_LEN + 1, "%012llx%08x", (unsigned long long)time_ms, (unsigned)r);
 }
 
+int64_t hr_activity_id_time(hr_slice id) {
+    int64_t t = 0;
+    for (size_t i = 0; i < 12; i++) /* new_id's 12 hex digits of time */
+        t = t * 16 + (id.ptr[i] <= '9' ? id.ptr[i] - '0' : id.ptr[i] - 'a' + 10);
+    return t;
+}
+
 bool hr_activity_id_valid(hr_slice s) {
     if (s.len != HR_ACTIVITY_ID_LEN) return false;
     for (size_t i = 0; i < s.len; i++) {

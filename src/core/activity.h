@@ -39,6 +39,8 @@ typedef struct hr_activity {
 void hr_activity_new_id(int64_t time_ms, char out[HR_ACTIVITY_ID_LEN + 1]);
 /* Whether s has the form of an id. */
 bool hr_activity_id_valid(hr_slice s);
+/* The time an id was made for (hr_activity_new_id); id must be valid. */
+int64_t hr_activity_id_time(hr_slice id);
 
 /* The group of an activity whose target is "group:GID" (GID non-empty), else
  * an empty slice. */

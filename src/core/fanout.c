@@ -296,7 +296,12 @@ static int run_add(job_run *r, hr_err *err) {
         if (state == HR_BODY_DELETED) return HR_OK; /* deleted before it was fanned out */
         if (state == HR_BODY_MISSING) {             /* the create was cut short (feeds.h) */
             hr_batch *b = hr_batch_new();
+            hr_buf k = HR_BUF_INIT;
+            if (act->foreign_id.len) /* the create writes it before the job; again here, as before */
+                hr_put(b, hr_feeds_fid_key(r->f, act->actor, act->foreign_id, &k),
+                       hr_slice_of(act->id, HR_ACTIVITY_ID_LEN), 0);
             rc = hr_feeds_write_new(r->f, b, act, err);
+            hr_buf_free(&k);
             hr_batch_free(b);
             if (rc != HR_OK) return rc;
         }

@@ -159,7 +159,6 @@ static int write_body_last(hr_feeds *f, hr_batch *b, hr_slice id, hr_slice body,
 int hr_feeds_write_new(hr_feeds *f, hr_batch *b, const hr_activity *a, hr_err *err) {
     hr_buf k = HR_BUF_INIT, v = HR_BUF_INIT;
     hr_slice id = hr_slice_of(a->id, HR_ACTIVITY_ID_LEN);
-    if (a->foreign_id.len) hr_put(b, hr_feeds_fid_key(f, a->actor, a->foreign_id, &k), id, 0);
     for_each_list(f, a, b, add_one, &k);
     hr_activity_encode(a, false, &v);
     int rc = write_body_last(f, b, id, hr_buf_slice(&v), 0, "write activity", err);
@@ -189,21 +188,6 @@ static int body_result(const hr_batch *b, size_t op, hr_slice id, hr_arena *a, h
     return rc;
 }
 
-int hr_feeds_get(hr_feeds *f, hr_slice id, hr_arena *a, hr_activity *out, hr_err *err) {
-    memset(out, 0, sizeof *out);
-    if (!hr_activity_id_valid(id)) return hr_err_set(err, HR_ENOTFOUND, "no activity '%.*s'", (int)id.len, id.ptr);
-    hr_buf k = HR_BUF_INIT;
-    hr_batch *b = hr_batch_new();
-    size_t op = hr_get(b, hr_feeds_body_key(f, id, &k));
-    int rc = hr_core_exec(f->store, b, 0, "activity", err);
-    bool live = false;
-    if (rc == HR_OK) rc = body_result(b, op, id, a, out, &live, err);
-    if (rc == HR_OK && !live) rc = hr_err_set(err, HR_ENOTFOUND, "no activity '%.*s'", (int)id.len, id.ptr);
-    hr_batch_free(b);
-    hr_buf_free(&k);
-    return rc;
-}
-
 int hr_feeds_body_state(hr_feeds *f, hr_slice id, hr_arena *a, hr_activity *out, int *state, hr_err *err) {
     memset(out, 0, sizeof *out);
     *state = HR_BODY_MISSING;
@@ -218,6 +202,17 @@ int hr_feeds_body_state(hr_feeds *f, hr_slice id, hr_arena *a, hr_activity *out,
     }
     hr_batch_free(b);
     hr_buf_free(&k);
+    return rc;
+}
+
+int hr_feeds_get(hr_feeds *f, hr_slice id, hr_arena *a, hr_activity *out, hr_err *err) {
+    memset(out, 0, sizeof *out);
+    if (!hr_activity_id_valid(id))
+        return hr_err_set(err, HR_ENOTFOUND, "no activity '%.*s'", (int)id.len, id.ptr);
+    int state;
+    int rc = hr_feeds_body_state(f, id, a, out, &state, err);
+    if (rc == HR_OK && state != HR_BODY_LIVE)
+        rc = hr_err_set(err, HR_ENOTFOUND, "no activity '%.*s'", (int)id.len, id.ptr);
     return rc;
 }
 
@@ -290,14 +285,11 @@ int hr_feeds_create(hr_feeds *f, const hr_activity *in, int64_t now_ms, hr_arena
             /* The mapping is written first and the body last (below): an
              * activity a create cut short by a crash (or one in flight)
              * began. This create finishes it under the same id and time
-             * (the id's first 12 hex digits), so whatever the first one
+             * (the one the id holds), so whatever the first one
              * wrote, and its job if it pushed one, write the same entries. */
             memcpy(act.id, existing.ptr, HR_ACTIVITY_ID_LEN);
             act.id[HR_ACTIVITY_ID_LEN] = '\0';
-            char t[13];
-            memcpy(t, act.id, 12);
-            t[12] = '\0';
-            act.time_ms = (int64_t)strtoll(t, NULL, 16);
+            act.time_ms = hr_activity_id_time(existing);
             adopted = true;
         }
         /* HR_BODY_DELETED: the foreign_id names a new activity now. */

@@ -33,13 +33,11 @@ hr_slice hr_feeds_queue_key(const hr_feeds *f, hr_buf *k);
 hr_slice hr_feeds_account(bool group, hr_slice id, hr_buf *k);
 
 /* Write activity a (with id) into existence, with whatever b already holds
- * (ops of the caller's, or none): the foreign-id mapping, its feed and index
- * entries, and its body LAST: in the same batch where batches are atomic
- * (RocksDB), in a batch of its own after the rest is answered where they
- * are not (Redis Cluster). The body is what says the activity exists (a
- * job finds it and repairs nothing; a create by foreign_id finds it and is
- * a duplicate), so a crash before it leaves pieces the fan-out job writes
- * again. Idempotent. */
+ * (ops of the caller's, or none): its feed and index entries, and its body
+ * LAST (the foreign-id mapping is the caller's: a create writes it first): in the same batch where batches
+ * are atomic (RocksDB), in a batch of its own after the rest is answered where they are not (Redis Cluster).
+ * The body is what says the activity exists (a job finds it and repairs nothing; a create by foreign_id finds
+ * it and is a duplicate), so a crash before it leaves pieces the fan-out job writes again. Idempotent. */
 int hr_feeds_write_new(hr_feeds *f, hr_batch *b, const hr_activity *a, hr_err *err);
 /* The body of activity id as stored: *state HR_BODY_MISSING, HR_BODY_LIVE
  * (decoded into *out) or HR_BODY_DELETED (a tombstone). */

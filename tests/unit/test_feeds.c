@@ -156,6 +156,16 @@ Test(activity, encode_decode_round_trip) {
     hr_arena_free(&ar);
 }
 
+Test(activity, id_holds_its_time) {
+    const int64_t times[] = {0, 1, ID_TIME, 0xfffffffffffLL};
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+        char id[HR_ACTIVITY_ID_LEN + 1];
+        hr_activity_new_id(times[i], id);
+        cr_assert(hr_activity_id_valid(hr_slice_str(id)));
+        cr_assert_eq(hr_activity_id_time(hr_slice_str(id)), times[i], "%s", id);
+    }
+}
+
 Test(activity, check_names_the_field) {
     hr_activity a = {.actor = hr_slice_str("u1"), .verb = hr_slice_str("bad verb"), .time_ms = 1};
     hr_err err = {0};
