@@ -62,14 +62,13 @@ size_t hr_lease_drop_op(hr_lease *l, hr_batch *b, hr_slice key) {
 }
 
 void hr_lease_dropped(const hr_batch *b, size_t op, int rc, const hr_err *err, hr_slice key) {
-    if (rc == HR_OK && hr_batch_result(b, op)->rc != HR_OK)
-        hr_warn("lease %.*s not dropped (%s); it expires in %d ms", (int)key.len, key.ptr,
-                hr_strerror(hr_batch_result(b, op)->rc), HR_LEASE_MS);
-    else if (rc == HR_OK && hr_batch_result(b, op)->num != 1)
-        hr_warn("lease %.*s was gone when dropped (held past its %d ms?)", (int)key.len, key.ptr,
+    const hr_result *r = rc == HR_OK ? hr_batch_result(b, op) : NULL;
+    const char *failed = r == NULL ? err->msg : r->rc != HR_OK ? hr_strerror(r->rc) : NULL;
+    if (failed)
+        hr_warn("lease %.*s not dropped (%s); it expires in %d ms", (int)key.len, key.ptr, failed,
                 HR_LEASE_MS);
-    else if (rc != HR_OK)
-        hr_warn("lease %.*s not dropped (%s); it expires in %d ms", (int)key.len, key.ptr, err->msg,
+    else if (r->num != 1)
+        hr_warn("lease %.*s was gone when dropped (held past its %d ms?)", (int)key.len, key.ptr,
                 HR_LEASE_MS);
 }
 
