@@ -38,38 +38,42 @@
 enum { EXIT_USAGE = 2 };
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "herald %s — unique counters, activity feeds, social reading, stories and ratings over HTTP/JSON\n"
-            "\n"
-            "usage:\n"
-            "  herald serve [--listen HOST:PORT] [--store URI] [--secret-file FILE]\n"
-            "               [--threads N] [--sync] [--set NAME=VALUE]... [--config FILE]\n"
-            "  herald token USER --secret-file FILE   print a token that may act as USER\n"
-            "  herald load [--users N] [--activities N] [--seed N] [--store URI] [--threads N]\n"
-            "              [--set NAME=VALUE]...   build a synthetic social dataset: N users\n"
-            "              (default 10000) following ~450 each (power law), groups, N x\n"
-            "              activities posts over 60 days, fanned out once RocksDB has compacted\n"
-            "              the graph (so the fan-out's time is its own); a progress bar on a\n"
-            "              terminal; then waits for RocksDB's compactions of the load, so that a\n"
-            "              server started next reads a settled store\n"
-            "  herald --help | --version\n"
-            "\n"
-            "serve options (each is also a setting: --listen X is --set listen=X):\n"
-            "  --listen HOST:PORT   where to serve HTTP (default 127.0.0.1:8080)\n"
-            "  --store URI          rocksdb:PATH (default rocksdb:./data) or\n"
-            "                       redis://HOST:PORT[,HOST:PORT...] (a Redis Cluster, which\n"
-            "                       any number of herald servers may share)\n"
-            "  --secret-file FILE   the admin key; user tokens are HMACs under it. Without it\n"
-            "                       every caller is the admin, so herald listens on loopback only\n"
-            "  --threads N          HTTP I/O threads (default: one per core; four per core on\n"
-            "                       Redis Cluster, where a request mostly waits on the network)\n"
-            "  --sync               fsync the RocksDB WAL before acknowledging a write\n"
-            "  --set NAME=VALUE     any setting below\n"
-            "  --config FILE        settings as lines of NAME = VALUE ('#' starts a comment);\n"
-            "                       read first, so flags given on the command line win\n"
-            "\n"
-            "settings (durations take ms, s, m, h, d; sizes take k, m, g):\n",
-            HERALD_VERSION);
+    fprintf(
+        f,
+        "herald %s — unique counters, activity feeds, social reading, stories and ratings over HTTP/JSON\n"
+        "\n"
+        "usage:\n"
+        "  herald serve [--listen HOST:PORT] [--store URI] [--secret-file FILE]\n"
+        "               [--threads N] [--sync] [--set NAME=VALUE]... [--config FILE]\n"
+        "  herald token USER --secret-file FILE   print a token that may act as USER\n"
+        "  herald load [--users N] [--activities N] [--seed N] [--store URI] [--threads N]\n"
+        "              [--no-fanout | --fanout-only] [--set NAME=VALUE]...\n"
+        "              build a synthetic social dataset: N users (default 10000)\n"
+        "              following ~450 each (power law), groups, N x\n"
+        "              activities posts over 60 days, fanned out once RocksDB has compacted\n"
+        "              the graph (so the fan-out's time is its own); a progress bar on a\n"
+        "              terminal; then waits for RocksDB's compactions of the load, so that a\n"
+        "              server started next reads a settled store. --no-fanout leaves the\n"
+        "              fan-out jobs queued; --fanout-only builds nothing and drains (timed)\n"
+        "              the jobs a store holds: one dataset fanned out several ways\n"
+        "  herald --help | --version\n"
+        "\n"
+        "serve options (each is also a setting: --listen X is --set listen=X):\n"
+        "  --listen HOST:PORT   where to serve HTTP (default 127.0.0.1:8080)\n"
+        "  --store URI          rocksdb:PATH (default rocksdb:./data) or\n"
+        "                       redis://HOST:PORT[,HOST:PORT...] (a Redis Cluster, which\n"
+        "                       any number of herald servers may share)\n"
+        "  --secret-file FILE   the admin key; user tokens are HMACs under it. Without it\n"
+        "                       every caller is the admin, so herald listens on loopback only\n"
+        "  --threads N          HTTP I/O threads (default: one per core; four per core on\n"
+        "                       Redis Cluster, where a request mostly waits on the network)\n"
+        "  --sync               fsync the RocksDB WAL before acknowledging a write\n"
+        "  --set NAME=VALUE     any setting below\n"
+        "  --config FILE        settings as lines of NAME = VALUE ('#' starts a comment);\n"
+        "                       read first, so flags given on the command line win\n"
+        "\n"
+        "settings (durations take ms, s, m, h, d; sizes take k, m, g):\n",
+        HERALD_VERSION);
     hr_config_print_help(f);
     fprintf(f, "\n`serve` prints one line containing \"ready\" when it takes requests, and exits\n"
                "cleanly on SIGTERM or SIGINT after finishing the requests in flight.\n");
@@ -81,10 +85,13 @@ static void usage(FILE *f) {
 static bool feed_settings_valid(const hr_config *cfg) {
     if (cfg->timeline_max < 1 || cfg->timeline_max > HR_ZRANGE_LIMIT_MAX || cfg->timeline_ttl < 1 ||
         cfg->fanout_batch < 1 || cfg->fanout_batch > HR_ZRANGE_LIMIT_MAX || cfg->fanout_lease < 1 ||
-        cfg->fanout_workers > 64 || cfg->fanout_threshold > INT64_MAX ||
+        cfg->fanout_workers > 64 || cfg->fanout_threshold > INT64_MAX || cfg->fanout_bulk > 100000000 ||
         !hr_ident_valid(hr_slice_str(cfg->fanout_queue))) {
-        fprintf(stderr, "herald: timeline_max and fanout_batch must be 1..%u, timeline_ttl and fanout_lease at "
-                        "least 1ms, fanout_workers at most 64, fanout_queue an identifier\n", HR_ZRANGE_LIMIT_MAX);
+        fprintf(stderr,
+                "herald: timeline_max and fanout_batch must be 1..%u, timeline_ttl and fanout_lease at "
+                "least 1ms, fanout_workers at most 64, fanout_bulk at most 100000000, fanout_queue an "
+                "identifier\n",
+                HR_ZRANGE_LIMIT_MAX);
         return false;
     }
     return true;
@@ -93,9 +100,10 @@ static bool feed_settings_valid(const hr_config *cfg) {
 #define FEEDS_OPTIONS(cfg)                                                                                 \
     .ns = "", .fanout_threshold = (int64_t)(cfg).fanout_threshold, .timeline_ttl_ms = (cfg).timeline_ttl, \
     .timeline_max = (size_t)(cfg).timeline_max, .queue = (cfg).fanout_queue
-#define FANOUT_OPTIONS(cfg)                                                                                \
-    .workers = (unsigned)(cfg).fanout_workers, .lease_ms = (cfg).fanout_lease,                            \
-    .batch = (size_t)(cfg).fanout_batch, .throttle_ms = (cfg).fanout_throttle, .poll_ms = 100
+#define FANOUT_OPTIONS(cfg)                                                                                  \
+    .workers = (unsigned)(cfg).fanout_workers, .lease_ms = (cfg).fanout_lease,                               \
+    .batch = (size_t)(cfg).fanout_batch, .throttle_ms = (cfg).fanout_throttle, .poll_ms = 100,               \
+    .bulk = (size_t)(cfg).fanout_bulk
 
 /* Split "HOST:PORT" or "[V6]:PORT" into host and port. */
 static int split_listen(const char *listen, char *host, size_t host_cap, uint16_t *port, hr_err *err) {
@@ -338,6 +346,10 @@ static int load(int argc, char **argv) {
     int n_rest = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
+        if (strcmp(a, "--no-fanout") == 0 || strcmp(a, "--fanout-only") == 0) {
+            *(a[2] == 'n' ? &lo.no_fanout : &lo.fanout_only) = true;
+            continue;
+        }
         bool ours = strcmp(a, "--users") == 0 || strcmp(a, "--activities") == 0 || strcmp(a, "--seed") == 0;
         if (!ours) {
             rest[n_rest++] = argv[i];
@@ -376,10 +388,24 @@ static int load(int argc, char **argv) {
         hr_feeds *feeds = hr_feeds_new(store, graph, &(hr_feeds_options){FEEDS_OPTIONS(cfg)});
         hr_fanout_options fo = {FANOUT_OPTIONS(cfg)};
         hr_load_stats st;
-        fprintf(stderr, "herald load: %llu users into %s\n", (unsigned long long)lo.users, cfg.store);
-        if (hr_load_run(store, graph, feeds, &fo, &lo, &st, &err) != HR_OK) {
+        if (lo.fanout_only)
+            fprintf(stderr, "herald load: the fan-out jobs queued in %s\n", cfg.store);
+        else
+            fprintf(stderr, "herald load: %llu users into %s\n", (unsigned long long)lo.users, cfg.store);
+        if (lo.no_fanout && lo.fanout_only) {
+            fprintf(stderr, "herald load: --no-fanout and --fanout-only exclude each other\n");
+            status = EXIT_USAGE;
+        } else if (hr_load_run(store, graph, feeds, &fo, &lo, &st, &err) != HR_OK) {
             fprintf(stderr, "herald load: %s\n", err.msg);
             status = 1;
+        } else if (lo.no_fanout) {
+            printf("users %llu  follows %llu  groups %llu  activities %llu: fan-out jobs left queued\n",
+                   (unsigned long long)st.users, (unsigned long long)st.follows,
+                   (unsigned long long)st.groups, (unsigned long long)st.activities);
+        } else if (lo.fanout_only) {
+            printf("fan-out %.1fs after %.1fs settling: %llu timeline entries, %.0f entries/s\n", st.fanout_s,
+                   st.settle_s, (unsigned long long)st.fanout_entries,
+                   st.fanout_s > 0 ? (double)st.fanout_entries / st.fanout_s : 0.0);
         } else {
             printf("users %llu  follows %llu (%.0f per user)  groups %llu  memberships %llu  activities %llu  "
                    "big accounts %llu\n",

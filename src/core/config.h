@@ -45,6 +45,7 @@
     X(fanout_lease, DURATION, "30s", "a fan-out job not finished this long after it was claimed is run again") \
     X(fanout_queue, STR, "fanout", "name of the fan-out job queue: processes naming the same one share its jobs") \
     X(fanout_batch, UINT, "1000", "timeline entries a fan-out worker writes per store batch") \
+    X(fanout_bulk, UINT, "1000000", "RocksDB: timeline adds a fan-out worker gathers into one sorted table file (0: write page by page)") \
     X(fanout_throttle, DURATION, "0", "pause between two batches of one fan-out job, to cap its share of the store") \
     X(activity_data_max, SIZE, "64k", "largest activity data accepted (bytes of JSON)") \
     X(reading_ttl, DURATION, "30d", "a recorded read (social reading) counts this long after its time")

@@ -92,7 +92,91 @@ typedef struct checkpoint {
     hr_slice member;
 } checkpoint;
 
+/* ---- Bulk: many jobs' timeline adds in one write ----
+ *
+ * Where the store writes bulk time-list adds in a way of its own (RocksDB:
+ * one sorted table file; store.h "Bulk time-list adds"), hr_fanout_run
+ * gathers the timeline adds of the jobs it claims, claim after claim, until
+ * o->bulk of them are gathered or a claim finds fewer jobs than it asked
+ * for, and writes them at once. What a page's write is followed by waits
+ * for that write, in this order:
+ *   - the trims of those timelines (a trim reads its list: it must see the
+ *     adds);
+ *   - a job's checkpoint, which must never get ahead of the adds it covers:
+ *     it is written only after them (a crash before runs the job again
+ *     from its last checkpoint written; the adds are idempotent);
+ *   - the acks of the jobs done.
+ * A job other than an ADD (a removal, a follow, an unfollow) and an ADD's
+ * phase other than timeline adds (the /big marks) first write what is
+ * gathered, so that they apply after the jobs claimed before them, as they
+ * do page by page.
+ *
+ * The price is visibility: an add shows when its gathered write is done. A
+ * short queue (a claim finds fewer jobs than it asks for) writes at once; a
+ * deep one writes every o->bulk adds, a second or two apart at 1 M/s. Also,
+ * an unfollow or a delete that another worker runs while an earlier add of
+ * the same account sits gathered here is applied first, and the add then
+ * lands after it (a delete's entries stay hidden, their body being gone; an
+ * unfollowed account's entry shows until it ages out). Page by page the
+ * same race exists for the time of one page's write. */
+
+/* Trims of gathered timelines per batch. A batch's trim reads its list
+ * through the deletions of the trims before it in the batch (rocks.c indexes
+ * such a batch), so one batch of a gather's ~1,000 trims took quadratic
+ * time: most of the drain's CPU, measured with perf. */
+#define TRIMS_PER_BATCH 8
+
+typedef struct gather {
+    size_t cap; /* write at this many adds */
+    hr_tlbulk *adds;
+    hr_buf trims;     /* timelines to trim after the adds: u32be length + key, each */
+    hr_batch *acks;   /* of the jobs done whose adds are gathered, with their checkpoints' deletes */
+    size_t jobs;      /* acks in acks */
+    uint64_t entries; /* adds gathered, for entries_total */
+    size_t *done;     /* hr_fanout_run's count of jobs done */
+    bool dead;        /* max_batches ran out: write nothing more */
+} gather;
+
+static void trim_timeline(hr_feeds *f, hr_batch *b, hr_slice key, int64_t now_ms) {
+    hr_tltrim(b, key, f->opts.timeline_max, now_ms - f->opts.timeline_ttl_ms);
+}
+
+static int gather_write_trims(hr_feeds *f, gather *g, hr_err *err) {
+    hr_batch *b = hr_batch_new();
+    int64_t now = hr_now_ms();
+    int rc = HR_OK;
+    for (size_t at = 0; at < g->trims.len && rc == HR_OK;) {
+        hr_batch_reset(b);
+        for (size_t i = 0; i < TRIMS_PER_BATCH && at < g->trims.len; i++) {
+            hr_slice key = hr_slice_of(g->trims.data + at + 4, hr_load_u32be(g->trims.data + at));
+            trim_timeline(f, b, key, now);
+            at += 4 + key.len;
+        }
+        rc = hr_core_exec(f->store, b, 0, "fan-out", err);
+    }
+    hr_batch_free(b);
+    hr_buf_clear(&g->trims);
+    return rc;
+}
+
+static int gather_write(hr_feeds *f, gather *g, hr_err *err) {
+    int rc = hr_tlbulk_write(g->adds, err);
+    if (rc == HR_OK) rc = gather_write_trims(f, g, err);
+    if (rc == HR_OK && hr_batch_len(g->acks)) rc = hr_core_exec(f->store, g->acks, 0, "fan-out ack", err);
+    if (rc == HR_OK) {
+        atomic_fetch_add(&entries_total, g->entries);
+        atomic_fetch_add(&jobs_total, g->jobs);
+        *g->done += g->jobs;
+    }
+    hr_buf_clear(&g->trims);
+    hr_batch_reset(g->acks);
+    g->jobs = 0;
+    g->entries = 0;
+    return rc;
+}
+
 typedef struct job_run {
+    gather *g; /* NULL: write page by page */
     hr_feeds *f;
     const hr_fanout_options *o;
     hr_slice job_id;
@@ -205,11 +289,19 @@ static bool trim_now(hr_slice member, const char *id) {
 
 static void add_to_timeline(job_run *r, hr_batch *b, hr_batch *trims, hr_slice member, hr_buf *k) {
     const hr_activity *act = &r->job.activity;
-    hr_slice key = hr_feeds_user_key(r->f, member, "/tl", k);
-    hr_tladd(b, key, act->time_ms, hr_slice_of(act->id, HR_ACTIVITY_ID_LEN),
-             hr_feeds_entry_expiry(r->f, act->time_ms));
-    if (trim_now(member, act->id))
-        hr_tltrim(trims, key, r->f->opts.timeline_max, r->now_ms - r->f->opts.timeline_ttl_ms);
+    hr_slice key = hr_feeds_user_key(r->f, member, "/tl", k), id = hr_slice_of(act->id, HR_ACTIVITY_ID_LEN);
+    int64_t expiry = hr_feeds_entry_expiry(r->f, act->time_ms);
+    bool trim = trim_now(member, act->id);
+    if (r->g) {
+        hr_tlbulk_add(r->g->adds, key, act->time_ms, id, expiry); /* valid: what hr_tladd takes */
+        if (trim) {
+            hr_buf_append_u32be(&r->g->trims, (uint32_t)key.len);
+            hr_buf_append_slice(&r->g->trims, key);
+        }
+    } else {
+        hr_tladd(b, key, act->time_ms, id, expiry);
+        if (trim) trim_timeline(r->f, trims, key, r->now_ms);
+    }
 }
 
 static void remove_from_timeline(job_run *r, hr_batch *b, hr_batch *trims, hr_slice member, hr_buf *k) {
@@ -240,6 +332,12 @@ static int paged_phase(job_run *r, unsigned phase, hr_graph_set set, hr_slice id
         r->ck.phase = phase;
         r->ck.has_cursor = false;
     }
+    /* Timeline adds join the gathered ones; other writes follow them. */
+    bool gathering = r->g && fn == add_to_timeline;
+    if (r->g && !gathering) {
+        int rc = gather_write(r->f, r->g, err);
+        if (rc != HR_OK) return rc;
+    }
     hr_buf setkey = HR_BUF_INIT, k = HR_BUF_INIT;
     hr_graph_key(r->f->graph, set, id, &setkey);
     hr_batch *rb = hr_batch_new(), *wb = hr_batch_new(), *tb = hr_batch_new();
@@ -257,21 +355,32 @@ static int paged_phase(job_run *r, unsigned phase, hr_graph_set set, hr_slice id
         if (rc != HR_OK) break;
         const hr_result *page = hr_batch_result(rb, op);
         if (page->n_entries == 0) break;
-        hr_batch_reset(wb);
-        hr_batch_reset(tb);
+        if (!gathering) {
+            hr_batch_reset(wb);
+            hr_batch_reset(tb);
+        }
         for (size_t i = 0; i < page->n_entries; i++) fn(r, wb, tb, page->entries[i].member, &k);
-        rc = hr_core_exec(r->f->store, wb, 0, "fan-out", err);
-        if (rc == HR_OK && hr_batch_len(tb)) rc = hr_core_exec(r->f->store, tb, 0, "fan-out", err);
-        if (rc != HR_OK) break;
-        if (counts) atomic_fetch_add(&entries_total, page->n_entries);
+        if (gathering) {
+            if (counts) r->g->entries += page->n_entries;
+        } else {
+            rc = hr_core_exec(r->f->store, wb, 0, "fan-out", err);
+            if (rc == HR_OK && hr_batch_len(tb)) rc = hr_core_exec(r->f->store, tb, 0, "fan-out", err);
+            if (rc != HR_OK) break;
+            if (counts) atomic_fetch_add(&entries_total, page->n_entries);
+        }
         const hr_zentry *last = &page->entries[page->n_entries - 1];
         r->ck.has_cursor = true;
         r->ck.score = last->score;
         r->ck.member = hr_arena_copy(r->a, last->member);
         bool more = page->more;
-        rc = checkpoint_save(r, err);
+        /* Gathering, the checkpoint waits for the adds it covers. */
+        if (!gathering || hr_tlbulk_len(r->g->adds) >= r->g->cap) {
+            if (gathering) rc = gather_write(r->f, r->g, err);
+            if (rc == HR_OK) rc = checkpoint_save(r, err);
+        }
         if (rc != HR_OK || !more) break;
         if (r->o->max_batches && ++r->batches >= r->o->max_batches) {
+            if (r->g) r->g->dead = true; /* as if killed: what is gathered is lost */
             rc = hr_err_set(err, HR_EINTERNAL, "fan-out: stopped after %u batches (max_batches)", r->batches);
             break;
         }
@@ -451,11 +560,13 @@ static int run_relation(job_run *r, hr_err *err) {
 }
 
 /* Run one claimed job to the end; *done false when another consumer is
- * running it (see checkpoint_load). */
-static int run_job(hr_feeds *f, const hr_fanout_options *o, const char *consumer, const hr_job *job, bool *done,
-                   hr_err *err) {
+ * running it (see checkpoint_load) or, gathering (g), when its ack waits
+ * for the gathered adds (gather_write counts it then). */
+static int run_job(hr_feeds *f, const hr_fanout_options *o, const char *consumer, const hr_job *job,
+                   gather *g, bool *done, hr_err *err) {
     hr_arena a = HR_ARENA_INIT;
-    job_run r = {.f = f, .o = o, .job_id = job->id, .a = &a, .ck_key = HR_BUF_INIT, .now_ms = hr_now_ms()};
+    job_run r = {
+        .g = g, .f = f, .o = o, .job_id = job->id, .a = &a, .ck_key = HR_BUF_INIT, .now_ms = hr_now_ms()};
     r.consumer = hr_slice_of(consumer, strnlen(consumer, 255));
     bool busy = false;
     *done = false;
@@ -465,6 +576,11 @@ static int run_job(hr_feeds *f, const hr_fanout_options *o, const char *consumer
         hr_warn("fan-out: dropping job %.*s: %s", (int)job->id.len, job->id.ptr, err->msg);
         rc = HR_OK;
         goto out;
+    }
+    if (r.g && r.job.kind != HR_JOB_ADD) { /* after the adds gathered so far, and on its own */
+        rc = gather_write(f, r.g, err);
+        r.g = NULL;
+        if (rc != HR_OK) goto skip;
     }
     checkpoint_key(&r);
     if (r.job.kind != HR_JOB_RELATION) rc = checkpoint_load(&r, &busy, err);
@@ -483,14 +599,18 @@ out:
     if (rc == HR_OK) {
         /* Done: the ack, and the checkpoint is no longer needed. */
         hr_buf qk = HR_BUF_INIT;
-        hr_batch *b = hr_batch_new();
+        hr_batch *b = r.g ? r.g->acks : hr_batch_new();
         hr_qack(b, hr_feeds_queue_key(f, &qk), job->id);
         if (r.ck_key.len) hr_del(b, hr_buf_slice(&r.ck_key));
-        rc = hr_core_exec(f->store, b, 0, "fan-out ack", err);
-        hr_batch_free(b);
         hr_buf_free(&qk);
-        if (rc == HR_OK) atomic_fetch_add(&jobs_total, 1);
-        *done = rc == HR_OK;
+        if (r.g) {
+            r.g->jobs++;
+        } else {
+            rc = hr_core_exec(f->store, b, 0, "fan-out ack", err);
+            hr_batch_free(b);
+            if (rc == HR_OK) atomic_fetch_add(&jobs_total, 1);
+            *done = rc == HR_OK;
+        }
     }
 skip:
     hr_buf_free(&r.ck_key);
@@ -502,15 +622,40 @@ int hr_fanout_run(hr_feeds *f, const hr_fanout_options *o, const char *consumer,
                   hr_err *err) {
     *done = 0;
     if (max_jobs > HR_QCLAIM_MAX) max_jobs = HR_QCLAIM_MAX;
+    gather g = {0}, *gp = NULL;
+    if (o->bulk && hr_store_tlbulk_pays(f->store)) {
+        g = (gather){.cap = o->bulk,
+                     .adds = hr_tlbulk_new(f->store),
+                     .trims = HR_BUF_INIT,
+                     .acks = hr_batch_new(),
+                     .done = done};
+        gp = &g;
+    }
     hr_buf qk = HR_BUF_INIT;
+    hr_feeds_queue_key(f, &qk);
     hr_batch *b = hr_batch_new();
-    size_t op = hr_qclaim(b, hr_feeds_queue_key(f, &qk), hr_slice_str(consumer), max_jobs, o->lease_ms);
-    int rc = hr_core_exec(f->store, b, 0, "fan-out claim", err);
-    const hr_result *res = hr_batch_result(b, op);
-    for (size_t i = 0; rc == HR_OK && i < res->n_jobs; i++) {
-        bool finished;
-        rc = run_job(f, o, consumer, &res->jobs[i], &finished, err);
-        if (finished) (*done)++;
+    int rc;
+    size_t claimed;
+    do { /* one claim, or (gathering) until enough adds or a short claim */
+        hr_batch_reset(b);
+        size_t op = hr_qclaim(b, hr_buf_slice(&qk), hr_slice_str(consumer), max_jobs, o->lease_ms);
+        rc = hr_core_exec(f->store, b, 0, "fan-out claim", err);
+        const hr_result *res = hr_batch_result(b, op);
+        claimed = rc == HR_OK ? res->n_jobs : 0;
+        for (size_t i = 0; rc == HR_OK && i < claimed; i++) {
+            bool finished;
+            rc = run_job(f, o, consumer, &res->jobs[i], gp, &finished, err);
+            if (finished) (*done)++;
+        }
+    } while (rc == HR_OK && gp && claimed == max_jobs && hr_tlbulk_len(g.adds) < g.cap);
+    if (gp) {
+        /* The jobs done before a failure are written and acked all the same. */
+        hr_err werr = {0};
+        int wrc = g.dead ? HR_OK : gather_write(f, gp, rc == HR_OK ? err : &werr);
+        if (rc == HR_OK) rc = wrc;
+        hr_tlbulk_free(g.adds);
+        hr_buf_free(&g.trims);
+        hr_batch_free(g.acks);
     }
     hr_batch_free(b);
     hr_buf_free(&qk);

@@ -28,7 +28,11 @@
  *             those the user still sees through another follow or group
  *
  * Costs: an ADD to F followers is ceil(F / batch) x 2 round trips plus 2;
- * each timeline entry is one blind time-list add. */
+ * each timeline entry is one blind time-list add. Where the store has a
+ * cheaper way to write many adds at once (RocksDB: a sorted table file,
+ * store.h "Bulk time-list adds"), a worker gathers the adds of the jobs it
+ * claims, up to `bulk`, and writes them at once, checkpointing and acking
+ * after that write (fanout.c "Bulk"); a page then costs its read only. */
 #ifndef HR_FANOUT_H
 #define HR_FANOUT_H
 
@@ -44,6 +48,10 @@ typedef struct hr_fanout_options {
     size_t batch;         /* timeline entries per store batch (1..10000) */
     int64_t throttle_ms;  /* pause between batches of one job (0: none) */
     int64_t poll_ms;      /* how often idle workers look for jobs of other processes */
+    /* Timeline adds gathered across jobs into one bulk write (store.h,
+     * hr_tlbulk) where the store's bulk writes pay (RocksDB); 0, or another
+     * store: each page is written as it is read. See "Bulk" in fanout.c. */
+    size_t bulk;
     /* Tests: give up a job after this many batches, exactly as a worker
      * killed there would (no ack; the lease runs out, the checkpoint stays).
      * 0: no limit. */
@@ -60,7 +68,9 @@ hr_fanout *hr_fanout_start(hr_feeds *f, const hr_fanout_options *o);
 void hr_fanout_stop(hr_fanout *fo);
 
 /* Claim and run up to max_jobs jobs in this thread as `consumer`; *done is
- * how many ran to completion. For tests and `herald load`. */
+ * how many ran to completion. With bulk adds (o->bulk), claim after claim
+ * until o->bulk adds are gathered or a claim finds fewer than max_jobs, then
+ * write them. For tests and `herald load`. */
 int hr_fanout_run(hr_feeds *f, const hr_fanout_options *o, const char *consumer, size_t max_jobs, size_t *done,
                   hr_err *err);
 

@@ -291,7 +291,7 @@ double hr_load_settle(hr_store *store, FILE *out, const char *what, bool *settle
 int hr_load_run(hr_store *store, hr_graph *graph, hr_feeds *feeds, const hr_fanout_options *fo,
                 const hr_load_options *o, hr_load_stats *stats, hr_err *err) {
     memset(stats, 0, sizeof *stats);
-    if (o->users < 2) return hr_err_set(err, HR_EINVAL, "--users must be at least 2");
+    if (o->users < 2 && !o->fanout_only) return hr_err_set(err, HR_EINVAL, "--users must be at least 2");
     shared *sh = hr_xcalloc(1, sizeof *sh);
     sh->store = store;
     sh->graph = graph;
@@ -304,27 +304,29 @@ int hr_load_run(hr_store *store, hr_graph *graph, hr_feeds *feeds, const hr_fano
     zipf_init(&sh->users_by_pop, o->users, 1.0);
     if (sh->n_groups) zipf_init(&sh->groups_by_pop, sh->n_groups, 1.0);
 
-    stats->graph_s = run_phase(sh, "graph", o->users, users_worker, load_user);
-    if (!atomic_load(&sh->failed)) {
-        plan_posts(sh);
-        stats->activities_s = run_phase(sh, "activities", sh->n_posts, users_worker, post_one);
+    if (!o->fanout_only) {
+        stats->graph_s = run_phase(sh, "graph", o->users, users_worker, load_user);
+        if (!atomic_load(&sh->failed)) {
+            plan_posts(sh);
+            stats->activities_s = run_phase(sh, "activities", sh->n_posts, users_worker, post_one);
+        }
     }
     /* The graph phase can leave compactions behind it. The fan-out is
      * timed on a settled store, so that its rate is its own work (with the
      * flushes and compactions of its own entries that run while it drains),
      * not the graph's. At 100,000 users the wait took 4.8 s (BENCHMARKS.md). */
-    if (!atomic_load(&sh->failed)) {
+    if (!atomic_load(&sh->failed) && !o->no_fanout) {
         bool settled;
         stats->settle_s =
             hr_load_settle(store, o->out, "the graph's compactions before the fan-out", &settled);
     }
     uint64_t before = hr_fanout_entries_total();
-    if (!atomic_load(&sh->failed)) {
+    if (!atomic_load(&sh->failed) && !o->no_fanout) {
         int64_t depth = 0, oldest;
         hr_fanout_queue_info(feeds, &depth, &oldest, err);
         stats->fanout_s = run_phase(sh, "fan-out jobs", (uint64_t)depth, drain_worker, NULL);
     }
-    stats->users = o->users;
+    stats->users = o->fanout_only ? 0 : o->users;
     stats->follows = atomic_load(&sh->follows);
     stats->groups = sh->n_groups;
     stats->memberships = atomic_load(&sh->memberships);

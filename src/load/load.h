@@ -36,6 +36,10 @@ typedef struct hr_load_options {
     unsigned threads;       /* >= 1 */
     uint64_t seed;
     bool progress;          /* draw a progress bar on `out` (a terminal) */
+    /* Benchmarks that fan one dataset out several ways: no_fanout builds
+     * it and leaves its fan-out jobs queued (copy the store then);
+     * fanout_only builds nothing and drains the jobs a store holds. */
+    bool no_fanout, fanout_only;
     FILE *out;              /* progress and the summary */
 } hr_load_options;
 

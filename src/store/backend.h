@@ -11,6 +11,7 @@
 #define HR_STORE_BACKEND_H
 
 #include "common/arena.h"
+#include "common/buf.h"
 #include "store/store.h"
 
 typedef struct hr_store_backend {
@@ -37,7 +38,35 @@ typedef struct hr_store_backend {
     bool shared;
     /* A batch is a network round trip (see hr_store_remote). */
     bool remote;
+    /* Write w's adds (store.h "Bulk time-list adds") in a way of its own;
+     * NULL: as usual batches (hr_tlbulk_write_batches). */
+    int (*tlbulk_write)(hr_store *s, hr_tlbulk *w, hr_err *err);
 } hr_store_backend;
+
+/* The adds an hr_tlbulk gathered: lists and members are bytes at offsets
+ * of `bytes` (so that its growth moves nothing that points into it). */
+typedef struct hr_tlbulk_entry {
+    size_t list, member;
+    uint32_t list_len, member_len;
+    int64_t time_ms, expire_at_ms;
+} hr_tlbulk_entry;
+
+struct hr_tlbulk {
+    hr_store *s;
+    hr_buf bytes;
+    hr_tlbulk_entry *e;
+    size_t n, cap;
+};
+
+static inline hr_slice hr_tlbulk_list(const hr_tlbulk *w, const hr_tlbulk_entry *e) {
+    return hr_slice_of(w->bytes.data + e->list, e->list_len);
+}
+static inline hr_slice hr_tlbulk_member(const hr_tlbulk *w, const hr_tlbulk_entry *e) {
+    return hr_slice_of(w->bytes.data + e->member, e->member_len);
+}
+
+/* Write entries [from, to) of w as usual batches of hr_tladd. */
+int hr_tlbulk_write_batches(hr_tlbulk *w, size_t from, size_t to, hr_err *err);
 
 struct hr_store {
     const hr_store_backend *backend;

@@ -708,4 +708,4 @@ static int exec_(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
 }
 
 const hr_store_backend hr_redis_backend = {"redis", "redis://", open_, close_, ping_, NULL,
-                                           exec_,   false,      NULL,  true,   true};
+                                           exec_,   false,      NULL,  true,   true,  NULL};

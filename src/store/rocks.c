@@ -348,6 +348,8 @@ static void free_options(rocksdb_options_t *o, rocksdb_options_t *cfopts[CF_COUN
     rocksdb_options_destroy(o);
 }
 
+static void close_(hr_store *hs);
+
 static int open_(const char *uri, const hr_store_options *opts, hr_store **out, hr_err *err) {
     *out = NULL;
     const char *path = uri + strlen(hr_rocks_backend.uri_prefix);
@@ -391,6 +393,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
         errptr = NULL;
         s->db = rocksdb_open_column_families(o, path, CF_COUNT_, cf_names,
                                              (const rocksdb_options_t *const *)cfopts, s->cf, &errptr);
+        if (s->db) s->tl_file_options = rocksdb_options_create_copy(cfopts[CF_TL]); /* rocks_ingest.c */
         free_options(o, cfopts);
         if (s->db || strstr(errptr, "ompression") == NULL) break;
     }
@@ -416,6 +419,11 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     s->wopts = rocksdb_writeoptions_create();
     rocksdb_writeoptions_set_sync(s->wopts, opts->sync);
     atomic_store(&s->filters_may_read, true);
+    int rc = rocks_ingest_open(s, path, opts, err);
+    if (rc != HR_OK) {
+        close_(&s->super);
+        return rc;
+    }
     *out = &s->super;
     return HR_OK;
 }
@@ -474,6 +482,7 @@ static void close_(hr_store *hs) {
         rocksdb_column_family_handle_destroy(s->cf[i]);
     rocksdb_close(s->db);
     rocksdb_writeoptions_destroy(s->wopts);
+    rocks_ingest_close(s);
     for (size_t i = 0; i < ROCKS_STRIPES; i++)
         pthread_mutex_destroy(&s->stripes[i]);
     queues_free(s->queues);
@@ -834,5 +843,6 @@ static void origin_ref(hr_origin *o, int delta) {
         rcache_release(b);
 }
 
-const hr_store_backend hr_rocks_backend = {"rocksdb", "rocksdb:", open_,  close_, ping_,
-                                           settle_,   exec_,      true,   origin_ref, false, false};
+const hr_store_backend hr_rocks_backend = {"rocksdb",  "rocksdb:", open_, close_,
+                                           ping_,      settle_,    exec_, true,
+                                           origin_ref, false,      false, rocks_ingest_write};

@@ -88,6 +88,12 @@ typedef struct rocks_store {
     pthread_mutex_t stripes[ROCKS_STRIPES];
     struct rqueues *queues; /* the queues' in-memory state (rocks_queue.c) */
     uint64_t open_seq;      /* the DB's latest sequence number when open returned */
+    /* Bulk batches of time-list adds as table files (rocks_ingest.c): where
+     * the files are written, and the time lists' options they are written
+     * with. */
+    char *ingest_dir;
+    rocksdb_options_t *tl_file_options;
+    size_t tl_file_min; /* adds from which a bulk write is a file */
 } rocks_store;
 
 /* ------------------------------------------------------------------------ */
@@ -686,6 +692,13 @@ void pset_flush(rx *x);
 /* ------------------------------------------------------------------------ */
 /* Time lists (rocks_tl.c)                                                   */
 
+/* Bulk time-list adds as table files (rocks_ingest.c). open: the
+ * directory of the files (leftovers of a crash removed); close frees what
+ * open and rocks.c's open set; write: the backend's tlbulk_write. */
+int rocks_ingest_open(rocks_store *s, const char *path, const hr_store_options *opts, hr_err *err);
+void rocks_ingest_close(rocks_store *s);
+int rocks_ingest_write(hr_store *hs, hr_tlbulk *w, hr_err *err);
+
 int op_tladd(rx *x, hr_op *op);
 int op_tlrem(rx *x, hr_op *op);
 int op_tlrange(rx *x, hr_op *op);
@@ -696,6 +709,10 @@ int op_tltrim(rx *x, hr_op *op);
 void tl_list_prefix(hr_buf *out, hr_slice list);      /* hash | len | list */
 void tl_list_end(hr_buf *out, hr_slice list);         /* the first key after the list */
 void tl_member_encode(hr_buf *out, hr_slice member);  /* escaped, order-reversing */
+/* The length of tl_list_prefix's encoding of list. */
+static inline size_t tl_list_prefix_len(hr_slice list) {
+    return 8 + 2 + list.len;
+}
 void tl_key(hr_buf *out, hr_slice list, int64_t time_ms, hr_slice member);
 /* The list's prefix and time_ms: no entry of time_ms or older sorts before it. */
 void tl_time_key(hr_buf *out, hr_slice list, int64_t time_ms);

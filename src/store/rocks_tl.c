@@ -209,16 +209,12 @@ static tlc_list *kept(const rx *x, const hr_op *op) {
     return x->tlc_of ? x->tlc_of[op - x->b->ops] : NULL;
 }
 
-static size_t list_prefix_len(hr_slice list) {
-    return 8 + 2 + list.len;
-}
-
 /* After op wrote the entry whose key is in x->tlkey: the same change for
  * its list's copy in memory, if the list is kept. */
 static void note_kept(rx *x, const hr_op *op, bool add) {
     tlc_list *l = kept(x, op);
     if (l == NULL) return;
-    size_t plen = list_prefix_len(op->key);
+    size_t plen = tl_list_prefix_len(op->key);
     tlcache_note(x, l, add, hr_slice_of(x->tlkey.data + plen, x->tlkey.len - plen), add ? op->expire_at_ms : 0);
 }
 
@@ -282,7 +278,7 @@ static bool range_from_memory(rx *x, hr_op *op, hr_slice lo, hr_slice hi, int *r
         return false;
     }
     if (x->dirty) return false;
-    size_t plen = list_prefix_len(op->key);
+    size_t plen = tl_list_prefix_len(op->key);
     hr_slice lo_sfx = hr_slice_of(lo.ptr + plen, lo.len - plen);
     /* hi is the list's end (no bound) or prefix + the after_ms position. */
     hr_slice hi_sfx = op->tlrange.after_ms != INT64_MIN ? hr_slice_of(hi.ptr + plen, hi.len - plen)
@@ -300,7 +296,7 @@ int op_tlrange(rx *x, hr_op *op) {
     int rc = 0;
     if (range_bounds(op->key, sp, &lo, &hi) &&
         !range_from_memory(x, op, hr_buf_slice(&lo), hr_buf_slice(&hi), &rc)) {
-        size_t plen = list_prefix_len(op->key), skip = sp->offset, cap = 0;
+        size_t plen = tl_list_prefix_len(op->key), skip = sp->offset, cap = 0;
         hr_slice hslice = hr_buf_slice(&hi);
         rx_iter it;
         rx_iter_open(x, &it, CF_TL, hr_buf_slice(&lo), hslice);

@@ -4,7 +4,10 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "common/alloc.h"
 
 static const hr_store_backend *const backends[] = {&hr_rocks_backend, &hr_redis_backend};
 
@@ -165,4 +168,74 @@ hr_slice hr_key_hash_part(hr_slice key) {
     const char *close = memchr(key.ptr + start, '}', key.len - start);
     if (close == NULL || close == key.ptr + start) return key; /* none, or "{}" */
     return hr_slice_of(key.ptr + start, (size_t)(close - (key.ptr + start)));
+}
+
+/* Bulk time-list adds (store.h) ------------------------------------------ */
+
+#define TLBULK_BATCH 1000 /* adds per batch when written as batches */
+
+hr_tlbulk *hr_tlbulk_new(hr_store *s) {
+    hr_tlbulk *w = hr_xcalloc(1, sizeof *w);
+    w->s = s;
+    w->bytes = (hr_buf)HR_BUF_INIT;
+    return w;
+}
+
+int hr_tlbulk_add(hr_tlbulk *w, hr_slice key, int64_t time_ms, hr_slice member, int64_t expire_at_ms) {
+    if (key.len == 0 || key.len > HR_KEY_MAX || expire_at_ms < 0 || !tl_time_ok(time_ms) ||
+        !tl_member_ok(member))
+        return HR_EINVAL;
+    if (w->n == w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 1024;
+        w->e = hr_xrealloc(w->e, w->cap * sizeof *w->e);
+    }
+    hr_tlbulk_entry *e = &w->e[w->n++];
+    *e = (hr_tlbulk_entry){.list = w->bytes.len,
+                           .list_len = (uint32_t)key.len,
+                           .time_ms = time_ms,
+                           .expire_at_ms = expire_at_ms};
+    hr_buf_append_slice(&w->bytes, key);
+    e->member = w->bytes.len;
+    e->member_len = (uint32_t)member.len;
+    hr_buf_append_slice(&w->bytes, member);
+    return HR_OK;
+}
+
+size_t hr_tlbulk_len(const hr_tlbulk *w) {
+    return w->n;
+}
+
+int hr_tlbulk_write_batches(hr_tlbulk *w, size_t from, size_t to, hr_err *err) {
+    hr_batch *b = hr_batch_new();
+    int rc = HR_OK;
+    for (size_t i = from; i < to && rc == HR_OK; i += TLBULK_BATCH) {
+        hr_batch_reset(b);
+        for (size_t j = i; j < to && j < i + TLBULK_BATCH; j++)
+            hr_tladd(b, hr_tlbulk_list(w, &w->e[j]), w->e[j].time_ms, hr_tlbulk_member(w, &w->e[j]),
+                     w->e[j].expire_at_ms);
+        rc = hr_store_exec(w->s, b, 0, err);
+    }
+    hr_batch_free(b);
+    return rc;
+}
+
+int hr_tlbulk_write(hr_tlbulk *w, hr_err *err) {
+    int rc = HR_OK;
+    if (w->n > 0)
+        rc = w->s->backend->tlbulk_write ? w->s->backend->tlbulk_write(w->s, w, err)
+                                         : hr_tlbulk_write_batches(w, 0, w->n, err);
+    w->n = 0;
+    hr_buf_clear(&w->bytes);
+    return rc;
+}
+
+void hr_tlbulk_free(hr_tlbulk *w) {
+    if (w == NULL) return;
+    hr_buf_free(&w->bytes);
+    free(w->e);
+    free(w);
+}
+
+bool hr_store_tlbulk_pays(const hr_store *s) {
+    return s->backend->tlbulk_write != NULL;
 }

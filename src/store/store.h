@@ -118,6 +118,10 @@ typedef struct hr_store_options {
      * memory (it holds up to twice as many before dropping the oldest); 0
      * means the default (1024). Tests make it small. Redis: ignored. */
     size_t tl_hot_keep;
+    /* RocksDB: bulk time-list adds (hr_tlbulk) are written as a table file
+     * from this many on; 0 means the default (50,000). Tests make it small.
+     * Redis: ignored. */
+    size_t tl_file_min;
 } hr_store_options;
 
 /* Open a store from a URI:
@@ -539,6 +543,33 @@ size_t hr_tlrange(hr_batch *b, hr_slice key, const hr_tlrange_spec *spec);
  * be 0 (empties the list). Costs a scan of the list: callers trim now and
  * then, not on every add. */
 size_t hr_tltrim(hr_batch *b, hr_slice key, size_t keep, int64_t older_than_ms);
+
+/* Bulk time-list adds ---------------------------------------------------- */
+/* A fan-out writes millions of time-list adds, one per follower's timeline,
+ * that need no atomicity with anything. An hr_tlbulk gathers them (outside
+ * any batch: an add costs ~40 bytes plus its list and member here, against
+ * an op's 512) and writes them in the cheapest way the store has:
+ *   - RocksDB, from 50,000 adds on (tl_file_min): sorted into one table file, ingested
+ *     into the time lists (rocks_ingest.c). About a third of the memtable
+ *     path's CPU per entry, plus a fixed cost per write (a flush of the time
+ *     lists' memtable), so gathering more per write pays.
+ *   - otherwise (Redis; RocksDB below that): batches of hr_tladd, as a
+ *     caller would write them.
+ * hr_tlbulk_write returns when every add is visible and durable, as a batch
+ * does, and empties w either way. It is not atomic: a failed write may
+ * have applied some of the adds (adds are idempotent: write them again).
+ * Adds of one list at one time with one member are one entry, whichever
+ * expiry wins. An hr_tlbulk belongs to one thread at a time. */
+typedef struct hr_tlbulk hr_tlbulk;
+hr_tlbulk *hr_tlbulk_new(hr_store *s);
+/* HR_OK, or HR_EINVAL (nothing added) for what hr_tladd would refuse. */
+int hr_tlbulk_add(hr_tlbulk *w, hr_slice key, int64_t time_ms, hr_slice member, int64_t expire_at_ms);
+size_t hr_tlbulk_len(const hr_tlbulk *w);
+int hr_tlbulk_write(hr_tlbulk *w, hr_err *err);
+void hr_tlbulk_free(hr_tlbulk *w);
+/* Whether the store writes bulk adds in a way of its own (then gathering
+ * many per write pays; else a caller may as well write as it goes). */
+bool hr_store_tlbulk_pays(const hr_store *s);
 
 /* Durable work queues ---------------------------------------------------- */
 /* A queue of jobs (fan-out work). A pushed job stays until acknowledged. A

@@ -409,9 +409,22 @@ FOLLOWERS = 3000
 
 
 def test_fanout_resumes_after_kill9_mid_way(herald, backend):
+    # Page by page: each page of 100 is written, then checkpointed.
+    fanout_kill9_mid_way(herald, backend, "fanout_bulk=0")
+
+
+def test_gathered_fanout_resumes_after_kill9_mid_way(herald):
+    # RocksDB gathering adds into table files of 1,000 (fanout_bulk): pages
+    # are gathered, and written and checkpointed every 1,000 entries; what a
+    # kill finds gathered is not written, and runs again from the checkpoint.
+    fanout_kill9_mid_way(herald, "rocksdb", "fanout_bulk=1000")
+
+
+def fanout_kill9_mid_way(herald, backend, bulk):
     # Small, throttled batches so the kill lands mid-way; a short lease so that
     # the Redis backend hands the dead worker's job out again soon.
-    args = ["--set", "fanout_batch=100", "--set", "fanout_throttle=150ms", "--set", "fanout_lease=2s", *own_queue()]
+    args = ["--set", "fanout_batch=100", "--set", "fanout_throttle=150ms", "--set", "fanout_lease=2s",
+            "--set", bulk, *own_queue()]
     h = herald.start(backend, *args)
     star = uid("star")
     fans = [f"{star}-fan{i}" for i in range(FOLLOWERS)]
@@ -525,6 +538,26 @@ def test_herald_load_builds_a_dataset_the_server_serves(herald, backend, tmp_pat
     non_empty = sum(1 for u in range(0, 120, 10) if timeline(s, h, f"u{u}"))
     assert non_empty >= 10, "timelines of the loaded users are filled by the fan-out"
     assert metric(h, "herald_fanout_queue_depth") == 0
+
+
+def test_herald_load_can_leave_the_fanout_for_later(herald, backend, tmp_path):
+    # --no-fanout builds the dataset and leaves its jobs queued; --fanout-only
+    # drains them (timed) and builds nothing; a second drain finds nothing
+    from conftest import run_cli, store_arg
+    data = tmp_path / "data"
+    store, queue = store_arg(backend, data), own_queue()
+    r = run_cli("load", "--users", "60", "--store", store, "--no-fanout", *queue, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"users 60 .*activities (\d+): fan-out jobs left queued", r.stdout), r.stdout
+    r = run_cli("load", "--store", store, "--fanout-only", *queue, timeout=300)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"fan-out \d+\.\ds after \d+\.\ds settling: (\d+) timeline entries", r.stdout)
+    assert m and int(m.group(1)) > 60 * 10, r.stdout
+    assert "users" not in r.stdout, "it built nothing"
+    r = run_cli("load", "--store", store, "--fanout-only", *queue, timeout=300)
+    assert re.search(r": 0 timeline entries", r.stdout), r.stdout
+    r = run_cli("load", "--store", store, "--fanout-only", "--no-fanout")
+    assert r.returncode == 2, r.stderr
 
 
 def test_herald_load_rejects_bad_arguments(tmp_path):

@@ -11,7 +11,9 @@
 void test_store_open(test_store *t, const char *kind) {
     memset(t, 0, sizeof *t);
     char uri[256];
-    if (strcmp(kind, "rocksdb") == 0) {
+    hr_store_options opts = {0};
+    if (strcmp(kind, "rocksdb-files") == 0) opts.tl_file_min = 1; /* every bulk write a table file */
+    if (strncmp(kind, "rocksdb", 7) == 0) {
         snprintf(t->dir, sizeof t->dir, "/tmp/herald-test-XXXXXX");
         cr_assert_not_null(mkdtemp(t->dir), "mkdtemp");
         snprintf(uri, sizeof uri, "rocksdb:%s", t->dir);
@@ -22,7 +24,7 @@ void test_store_open(test_store *t, const char *kind) {
         snprintf(uri, sizeof uri, "%s", redis);
     }
     hr_err err = {0};
-    int rc = hr_store_open(uri, NULL, &t->store, &err);
+    int rc = hr_store_open(uri, &opts, &t->store, &err);
     cr_assert_eq(rc, HR_OK, "open %s: %s", uri, err.msg);
 }
 

@@ -11,8 +11,10 @@ typedef struct test_store {
     char dir[64]; /* RocksDB: the temporary directory, removed on close */
 } test_store;
 
-/* kind "rocksdb": a fresh temporary directory. kind "redis": the cluster in
- * $HERALD_TEST_REDIS; fails the test (never skips it) when that is unset. */
+/* kind "rocksdb": a fresh temporary directory ("rocksdb-files": the same,
+ * writing every bulk time-list write as a table file, hr_tlbulk). kind
+ * "redis": the cluster in $HERALD_TEST_REDIS; fails the test (never skips
+ * it) when that is unset. */
 void test_store_open(test_store *t, const char *kind);
 void test_store_close(test_store *t);
 

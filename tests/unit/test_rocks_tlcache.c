@@ -28,6 +28,7 @@ static void hot_small_init(void) {
 
 static void hot_large_init(void) {
     store_opts.tl_hot_keep = 100000; /* everything stays in memory */
+    store_opts.tl_file_min = 1;      /* bulk adds as table files (bulk_adds_reach_the_kept_copy) */
     fx_rocks_init();
 }
 
@@ -247,5 +248,36 @@ Test(rocks_tlcache_mt, concurrent_writers) {
         cr_assert_str_eq(mem, disk, "list%d: in memory '%s', in RocksDB '%s'", i, mem, disk);
     }
     cr_assert_eq(tlcache_hits(cache_of(s)), hits + MT_LISTS, "the final reads were not all answered from memory");
+    hr_batch_free(b);
+}
+
+/* Bulk adds written as a table file (rocks_ingest.c) reach a kept list's
+ * copy in memory: the same adds to a kept list and to one never read hot
+ * read the same, hot and cold. */
+Test(rocks_tlcache_mt, bulk_adds_reach_the_kept_copy) {
+    hr_store *s = require_store();
+    hr_slice hot = K("hot"), cold = K("cold");
+    int64_t now = hr_now_ms();
+    hr_batch *b = hr_batch_new();
+    hr_tladd(b, hot, T0 + 100, M("first"), 0);
+    hr_tladd(b, cold, T0 + 100, M("first"), 0);
+    exec(s, b);
+    hr_tlrange_spec sp = hr_tlrange_all(50, now);
+    sp.hot = true;
+    char got[4096], want[4096];
+    read_list(s, b, hot, &sp, false, got, sizeof got); /* asks for it to be kept */
+    cr_assert_eq(tlcache_lists(cache_of(s)), 1, "the hot list is kept");
+    hr_tlbulk *w = hr_tlbulk_new(s);
+    for (long i = 0; i < 40; i++) {
+        cr_assert_eq(hr_tlbulk_add(w, hot, T0 + i, Mf("b%ld", i), 0), HR_OK);
+        cr_assert_eq(hr_tlbulk_add(w, cold, T0 + i, Mf("b%ld", i), 0), HR_OK);
+    }
+    hr_err err = {0};
+    cr_assert_eq(hr_tlbulk_write(w, &err), HR_OK, "%s", err.msg);
+    hr_tlbulk_free(w);
+    read_list(s, b, hot, &sp, false, got, sizeof got);   /* from memory */
+    read_list(s, b, cold, &sp, true, want, sizeof want); /* from RocksDB */
+    cr_assert_str_eq(got, want);
+    cr_assert(strstr(got, "39:b39") != NULL, "%s", got);
     hr_batch_free(b);
 }
