@@ -91,6 +91,9 @@
 #define TL_WRITE_BUFFER ((size_t)256 << 20)
 #define TL_WRITE_BUFFERS 3      /* one filling, up to two being flushed */
 #define TL_HASH_BUCKETS 1000003 /* buckets of list hashes (8 MB per memtable) */
+#define TL_L0_COMPACTION 16     /* level-0 tables that start a compaction (see tl_cf_options) */
+#define TL_L0_SLOWDOWN 48
+#define TL_L0_STOP 64
 
 /* Key encoding ---------------------------------------------------------------- */
 
@@ -387,4 +390,19 @@ void tl_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache, rocksdb_compact
     /* Bloom filters of list prefixes, not of whole keys: a time list is only
      * ever scanned, never looked up by key. */
     rocks_prefix_bloom_tables(o, cache);
+
+    /* Level 0 may hold 16 tables before they are compacted (4 by default),
+     * and writes slow down from 48 (20). Every table of the time lists
+     * spans nearly every list (a fan-out writes to random timelines), so
+     * each compaction of level 0 rewrites the whole level below it; with
+     * table files ingested a million entries at a time (rocks_ingest.c)
+     * plus the small flush each ingestion forces, the default triggers
+     * compacted every few seconds and stalled the writes: fan-out at
+     * 100,000 users drained at 343 K entries/s instead of 600 K
+     * (BENCHMARKS.md, "Time lists"). The price: a read of a list looks at
+     * up to 16 level-0 tables (a seek each: every table holds the list)
+     * while a fan-out runs, instead of 4. */
+    rocksdb_options_set_level0_file_num_compaction_trigger(o, TL_L0_COMPACTION);
+    rocksdb_options_set_level0_slowdown_writes_trigger(o, TL_L0_SLOWDOWN);
+    rocksdb_options_set_level0_stop_writes_trigger(o, TL_L0_STOP);
 }
