@@ -560,7 +560,9 @@ size_t hr_tltrim(hr_batch *b, hr_slice key, size_t keep, int64_t older_than_ms);
  * does, and empties w either way. It is not atomic: a failed write may
  * have applied some of the adds (adds are idempotent: write them again).
  * Adds of one list at one time with one member are one entry, whichever
- * expiry wins. An hr_tlbulk belongs to one thread at a time. */
+ * expiry wins. Adds written as a file are not in the op totals of
+ * /metrics (herald_fanout_entries_total counts the fan-out's). An hr_tlbulk
+ * belongs to one thread at a time. */
 typedef struct hr_tlbulk hr_tlbulk;
 hr_tlbulk *hr_tlbulk_new(hr_store *s);
 /* HR_OK, or HR_EINVAL (nothing added) for what hr_tladd would refuse. */
