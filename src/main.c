@@ -48,14 +48,14 @@ static void usage(FILE *f) {
         "  herald token USER --secret-file FILE   print a token that may act as USER\n"
         "  herald load [--users N] [--activities N] [--seed N] [--store URI] [--threads N]\n"
         "              [--no-fanout | --fanout-only] [--set NAME=VALUE]...\n"
-        "              build a synthetic social dataset: N users (default 10000)\n"
-        "              following ~450 each (power law), groups, N x\n"
-        "              activities posts over 60 days, fanned out once RocksDB has compacted\n"
-        "              the graph (so the fan-out's time is its own); a progress bar on a\n"
-        "              terminal; then waits for RocksDB's compactions of the load, so that a\n"
-        "              server started next reads a settled store. --no-fanout leaves the\n"
-        "              fan-out jobs queued; --fanout-only builds nothing and drains (timed)\n"
-        "              the jobs a store holds: one dataset fanned out several ways\n"
+        "              build a synthetic social dataset: N users (default 10000) following\n"
+        "              ~450 each (power law), groups, N x activities posts over 60 days,\n"
+        "              fanned out once RocksDB has compacted the graph (so the fan-out's\n"
+        "              time is its own); a progress bar on a terminal; then waits for\n"
+        "              RocksDB's compactions of the load, so that a server started next\n"
+        "              reads a settled store. --no-fanout leaves the fan-out jobs queued;\n"
+        "              --fanout-only builds nothing and drains (timed) the jobs a store\n"
+        "              holds: one dataset fanned out several ways\n"
         "  herald --help | --version\n"
         "\n"
         "serve options (each is also a setting: --listen X is --set listen=X):\n"
@@ -374,6 +374,10 @@ static int load(int argc, char **argv) {
     hr_config_init(&cfg);
     int status = parse_serve_args(n_rest, rest, &cfg);
     free(rest);
+    if (status == 0 && lo.no_fanout && lo.fanout_only) {
+        fprintf(stderr, "herald load: --no-fanout and --fanout-only exclude each other\n");
+        status = EXIT_USAGE;
+    }
     if (status == 0 && !feed_settings_valid(&cfg)) status = EXIT_USAGE;
     if (cfg.threads) lo.threads = (unsigned)cfg.threads;
     hr_store *store = NULL;
@@ -392,10 +396,7 @@ static int load(int argc, char **argv) {
             fprintf(stderr, "herald load: the fan-out jobs queued in %s\n", cfg.store);
         else
             fprintf(stderr, "herald load: %llu users into %s\n", (unsigned long long)lo.users, cfg.store);
-        if (lo.no_fanout && lo.fanout_only) {
-            fprintf(stderr, "herald load: --no-fanout and --fanout-only exclude each other\n");
-            status = EXIT_USAGE;
-        } else if (hr_load_run(store, graph, feeds, &fo, &lo, &st, &err) != HR_OK) {
+        if (hr_load_run(store, graph, feeds, &fo, &lo, &st, &err) != HR_OK) {
             fprintf(stderr, "herald load: %s\n", err.msg);
             status = 1;
         } else if (lo.no_fanout) {
