@@ -279,7 +279,13 @@ typedef void (*member_fn)(job_run *r, hr_batch *b, hr_batch *trims, hr_slice mem
  * writes; at 1 in 1024 they cost about as much as the writes, and a busy
  * timeline holds up to about timeline_max + 1024 entries between trims.
  * Reads never show more than timeline_max either way, and entries past
- * timeline_ttl are dropped by compaction (RocksDB) or the trim. */
+ * timeline_ttl are dropped by compaction (RocksDB) or the trim.
+ *
+ * Where the store caps timelines itself (RocksDB: its compaction drops what
+ * is past timeline_max, hr_store_tlcap), there are no trims: at 100,000
+ * users they were ~40 % of a gathered fan-out's time (a scan of the list,
+ * a tombstone per entry dropped, and a memtable flush at each gathered
+ * write, the tombstones being in the memtable), BENCHMARKS.md. */
 static bool trim_now(hr_slice member, const char *id) {
     uint32_t h = 2166136261u;
     for (size_t i = 0; i < member.len; i++) h = (h ^ (uint8_t)member.ptr[i]) * 16777619u;
@@ -291,7 +297,7 @@ static void add_to_timeline(job_run *r, hr_batch *b, hr_batch *trims, hr_slice m
     const hr_activity *act = &r->job.activity;
     hr_slice key = hr_feeds_user_key(r->f, member, "/tl", k), id = hr_slice_of(act->id, HR_ACTIVITY_ID_LEN);
     int64_t expiry = hr_feeds_entry_expiry(r->f, act->time_ms);
-    bool trim = trim_now(member, act->id);
+    bool trim = !r->f->store_caps_timelines && trim_now(member, act->id);
     if (r->g) {
         hr_tlbulk_add(r->g->adds, key, act->time_ms, id, expiry); /* valid: what hr_tladd takes */
         if (trim) {
@@ -468,7 +474,8 @@ static int run_backfill(job_run *r, hr_slice account, hr_err *err) {
                 int64_t t = (int64_t)entries->entries[i].score;
                 hr_tladd(wb, tl, t, entries->entries[i].member, hr_feeds_entry_expiry(r->f, t));
             }
-            if (entries->n_entries) hr_tltrim(wb, tl, r->f->opts.timeline_max, spec.after_ms);
+            if (entries->n_entries && !r->f->store_caps_timelines)
+                hr_tltrim(wb, tl, r->f->opts.timeline_max, spec.after_ms);
         }
         if (hr_batch_len(wb)) rc = hr_core_exec(r->f->store, wb, 0, "backfill", err);
         if (rc == HR_OK && !big) atomic_fetch_add(&entries_total, entries->n_entries);

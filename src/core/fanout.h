@@ -18,8 +18,10 @@
  *   ADD       re-write the activity's body, feed and index entries if they
  *             are missing (a crash between the job push and those writes),
  *             then add (time, id) to every follower's and group member's
- *             timeline, trimming a timeline now and then; for an account
- *             that just became big, add it to its followers' /big sets
+ *             timeline, trimming a timeline now and then where the store
+ *             does not cap timelines itself (RocksDB does: hr_store_tlcap);
+ *             for an account that just became big, add it to its
+ *             followers' /big sets
  *   REMOVE    remove a deleted activity's feed, index and timeline entries
  *   RELATION  follow / join: backfill the newest timeline_max activities of
  *             the account (within timeline_ttl), or for a big account add it

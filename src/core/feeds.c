@@ -92,6 +92,12 @@ hr_feeds *hr_feeds_new(hr_store *store, hr_graph *graph, const hr_feeds_options 
     f->opts.ns = f->ns;
     f->queue = hr_xstrdup(opts->queue && *opts->queue ? opts->queue : "fanout");
     f->opts.queue = f->queue;
+    /* Timelines are "{NSu/UID}/tl" (hr_feeds_user_key). */
+    hr_buf prefix = HR_BUF_INIT;
+    open_tag(f, &prefix, "u/");
+    f->store_caps_timelines =
+        hr_store_tlcap(store, hr_buf_slice(&prefix), hr_slice_str("}/tl"), f->opts.timeline_max);
+    hr_buf_free(&prefix);
     return f;
 }
 

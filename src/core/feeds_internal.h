@@ -15,6 +15,9 @@ struct hr_feeds {
     char *ns;
     char *queue; /* the fan-out queue's name (hr_feeds_options.queue) */
     hr_feeds_options opts;
+    /* The store drops what timelines hold past timeline_max by itself
+     * (hr_store_tlcap, RocksDB), so fan-out does not trim them. */
+    bool store_caps_timelines;
     /* Called after a job was pushed, so that local workers start at once
      * rather than at their next poll (fanout.c sets it). */
     void (*job_pushed)(void *ctx);

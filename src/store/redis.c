@@ -707,5 +707,13 @@ static int exec_(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
     return rc;
 }
 
-const hr_store_backend hr_redis_backend = {"redis", "redis://", open_, close_, ping_, NULL,
-                                           exec_,   false,      NULL,  true,   true,  NULL};
+const hr_store_backend hr_redis_backend = {
+    .kind = "redis",
+    .uri_prefix = "redis://",
+    .open = open_,
+    .close = close_,
+    .ping = ping_,
+    .exec = exec_,
+    .shared = true,
+    .remote = true,
+};

@@ -361,6 +361,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     s->super.backend = &hr_rocks_backend;
     for (size_t i = 0; i < ROCKS_STRIPES; i++)
         pthread_mutex_init(&s->stripes[i], NULL);
+    pthread_mutex_init(&s->tl_caps_lock, NULL);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     atomic_init(&s->next_version, ((uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u) * 1024u);
@@ -402,6 +403,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
         rocksdb_free(errptr);
         for (size_t i = 0; i < ROCKS_STRIPES; i++)
             pthread_mutex_destroy(&s->stripes[i]);
+        pthread_mutex_destroy(&s->tl_caps_lock);
         zreg_free(s->zreg);
         tlcache_free(s->tlc);
         rcache_free(s->meta_cache);
@@ -485,6 +487,7 @@ static void close_(hr_store *hs) {
     rocks_ingest_close(s);
     for (size_t i = 0; i < ROCKS_STRIPES; i++)
         pthread_mutex_destroy(&s->stripes[i]);
+    pthread_mutex_destroy(&s->tl_caps_lock);
     queues_free(s->queues);
     zreg_free(s->zreg);
     tlcache_free(s->tlc);
@@ -843,6 +846,16 @@ static void origin_ref(hr_origin *o, int delta) {
         rcache_release(b);
 }
 
-const hr_store_backend hr_rocks_backend = {"rocksdb",  "rocksdb:", open_, close_,
-                                           ping_,      settle_,    exec_, true,
-                                           origin_ref, false,      false, rocks_ingest_write};
+const hr_store_backend hr_rocks_backend = {
+    .kind = "rocksdb",
+    .uri_prefix = "rocksdb:",
+    .open = open_,
+    .close = close_,
+    .ping = ping_,
+    .settle = settle_,
+    .exec = exec_,
+    .batches_atomic = true,
+    .origin_ref = origin_ref,
+    .tlbulk_write = rocks_ingest_write,
+    .tlcap = rocks_tlcap_declare,
+};

@@ -17,7 +17,8 @@
  *                          moved into memory (rocks_zmem.c).
  *   "timelists"            entries expired for more than GRACE_MS (their
  *                          value is their expire_at; no metadata to read);
- *                          and the index entries of sets of times
+ *                          entries of a capped list (hr_store_tlcap) past
+ *                          its cap; and the index entries of sets of times
  *                          (rocks_ztl.c; their value is marked) that the
  *                          sub-key rule above says are gone.
  *
@@ -199,14 +200,74 @@ rocksdb_compactionfilterfactory_t *rocks_sub_filter_factory(rocks_store *s, int 
 
 /* Time-list filter ---------------------------------------------------------------- */
 
-/* An entry is | u64 list hash | u16 len | list | ... (rocks_tl.c). A set of
- * times' list is its sub-key prefix (rocks_ztl.c), which key_parse splits. */
+/* The time lists' filter: expiry and the sets of times' index entries (with
+ * the sub-key filter's metadata reads), and the caps of hr_store_tlcap,
+ * taken as they were when the compaction started. RocksDB calls it on the
+ * entries of a compaction in key order, and a list's entries are one run of
+ * keys, newest first (rocks_tl.c), so a cap is a count per run: past `keep`
+ * live entries, the rest of the run goes. A compaction sees only part of a
+ * list (the tables it rewrites): an entry it drops has `keep` newer entries
+ * with it, which is all a cap asks, and entries elsewhere are not counted,
+ * so it may keep more than keep, never fewer. RocksDB does not call the
+ * filter on an entry deleted by a newer tombstone among the same tables, so
+ * those are not counted; see hr_store_tlcap for the ones in other tables. */
+typedef struct tl_filter {
+    sub_filter *sub;
+    size_t n_caps;
+    const rocks_tlcap *caps[HR_TLCAP_MAX]; /* prefix and suffix fixed once declared */
+    size_t keeps[HR_TLCAP_MAX];            /* their keep at the start */
+    hr_buf run;  /* the list last seen: hash, length, key (an entry's first bytes) */
+    size_t keep; /* its cap's keep; 0: not capped */
+    size_t live; /* its entries kept so far */
+} tl_filter;
+
+static void tl_filter_destroy(void *state) {
+    tl_filter *f = state;
+    sub_filter_destroy(f->sub);
+    hr_buf_free(&f->run);
+    free(f);
+}
+
+/* The keep of the first cap that list matches, 0 for none. */
+static size_t cap_of(const tl_filter *f, hr_slice list) {
+    for (size_t i = 0; i < f->n_caps; i++) {
+        const rocks_tlcap *c = f->caps[i];
+        if (list.len >= c->prefix_len + c->suffix_len && memcmp(list.ptr, c->prefix, c->prefix_len) == 0 &&
+            memcmp(list.ptr + list.len - c->suffix_len, c->suffix, c->suffix_len) == 0)
+            return f->keeps[i];
+    }
+    return 0;
+}
+
+/* Whether a live entry (| u64 list hash | u16 len | list | ...) is past its
+ * list's cap; counts it when not. */
+static bool past_cap(tl_filter *f, const char *key, size_t klen) {
+    if (klen < 10) return false;
+    size_t list_len = ((size_t)(unsigned char)key[8] << 8) | (unsigned char)key[9];
+    if (klen < 10 + list_len) return false;
+    if (f->run.len != 10 + list_len || memcmp(f->run.data, key, f->run.len) != 0) {
+        hr_buf_clear(&f->run);
+        hr_buf_append(&f->run, key, 10 + list_len);
+        f->keep = cap_of(f, hr_slice_of(key + 10, list_len));
+        f->live = 0;
+    }
+    if (f->keep == 0 || f->live < f->keep) {
+        f->live++;
+        return false;
+    }
+    return true;
+}
+
+/* An entry's value is its expire_at (8 bytes); a set of times' index entry
+ * (rocks_ztl.c) is marked, and its list is its sub-key prefix, which
+ * key_parse splits. */
 static unsigned char tl_filter_run(void *state, int level, const char *key, size_t klen, const char *val,
                                    size_t vlen, char **new_val, size_t *new_len, unsigned char *changed) {
-    sub_filter *f = state;
+    tl_filter *f = state;
     if (vlen == 8) {
         int64_t at = (int64_t)load_u64(val);
-        return at > 0 && at <= f->now - GRACE_MS;
+        if (at > 0 && at <= f->sub->now - GRACE_MS) return 1;
+        return f->n_caps && past_cap(f, key, klen);
     }
     if (vlen != ZTL_ENTRY_VALUE_LEN || memcmp(val, ZTL_ENTRY_VALUE, vlen) != 0 || klen < 10) return 0;
     size_t list_len = ((size_t)(unsigned char)key[8] << 8) | (unsigned char)key[9];
@@ -214,9 +275,9 @@ static unsigned char tl_filter_run(void *state, int level, const char *key, size
     hr_slice user, rest;
     uint64_t version;
     if (key_parse(hr_slice_of(key + 10, list_len), &user, &version, &rest) != 0 || rest.len) return 0;
-    const rmeta *m = meta_for(f, user);
+    const rmeta *m = meta_for(f->sub, user);
     if (m == NULL) return 0;
-    return m->type != T_ZSET || !meta_alive(m, f->now - GRACE_MS) || m->version != version ||
+    return m->type != T_ZSET || !meta_alive(m, f->sub->now - GRACE_MS) || m->version != version ||
            !(m->zflags & ZF_TL);
 }
 
@@ -225,8 +286,15 @@ static const char *tl_filter_name(void *state) {
 }
 
 static rocksdb_compactionfilter_t *tl_filter_create(void *state, rocksdb_compactionfiltercontext_t *ctx) {
-    return rocksdb_compactionfilter_create(sub_filter_new(state), sub_filter_destroy, tl_filter_run,
-                                           tl_filter_name);
+    const sub_factory *fac = state;
+    tl_filter *f = hr_xcalloc(1, sizeof *f);
+    f->sub = sub_filter_new(state);
+    f->n_caps = atomic_load(&fac->s->n_tl_caps);
+    for (size_t i = 0; i < f->n_caps; i++) {
+        f->caps[i] = &fac->s->tl_caps[i];
+        f->keeps[i] = atomic_load(&fac->s->tl_caps[i].keep);
+    }
+    return rocksdb_compactionfilter_create(f, tl_filter_destroy, tl_filter_run, tl_filter_name);
 }
 
 static const char *tl_factory_name(void *state) {
@@ -238,6 +306,32 @@ rocksdb_compactionfilterfactory_t *rocks_tl_filter_factory(rocks_store *s) {
     fac->s = s;
     fac->cf = CF_TL;
     return rocksdb_compactionfilterfactory_create(fac, free, tl_filter_create, tl_factory_name);
+}
+
+bool rocks_tlcap_declare(hr_store *store, hr_slice prefix, hr_slice suffix, size_t keep) {
+    rocks_store *s = (rocks_store *)store;
+    pthread_mutex_lock(&s->tl_caps_lock);
+    size_t n = atomic_load(&s->n_tl_caps), i = 0;
+    for (; i < n; i++) {
+        const rocks_tlcap *c = &s->tl_caps[i];
+        if (hr_slice_eq(prefix, hr_slice_of(c->prefix, c->prefix_len)) &&
+            hr_slice_eq(suffix, hr_slice_of(c->suffix, c->suffix_len)))
+            break;
+    }
+    bool declared = i < HR_TLCAP_MAX;
+    if (declared) {
+        rocks_tlcap *c = &s->tl_caps[i];
+        atomic_store(&c->keep, keep);
+        if (i == n) { /* new: filled in before it is counted */
+            if (prefix.len) memcpy(c->prefix, prefix.ptr, prefix.len);
+            c->prefix_len = prefix.len;
+            if (suffix.len) memcpy(c->suffix, suffix.ptr, suffix.len);
+            c->suffix_len = suffix.len;
+            atomic_store(&s->n_tl_caps, n + 1);
+        }
+    }
+    pthread_mutex_unlock(&s->tl_caps_lock);
+    return declared;
 }
 
 /* HLL merge operator ------------------------------------------------------------ */

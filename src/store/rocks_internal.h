@@ -59,6 +59,14 @@ static inline uint32_t rocks_stripe(hr_slice key) {
     return (uint32_t)(XXH3_64bits(key.ptr, key.len) & (ROCKS_STRIPES - 1));
 }
 
+/* A cap on time lists (hr_store_tlcap), which the time lists' compaction
+ * filter enforces (rocks_filter.c). Set once; only keep changes after. */
+typedef struct rocks_tlcap {
+    char prefix[HR_TLCAP_AFFIX_MAX], suffix[HR_TLCAP_AFFIX_MAX];
+    size_t prefix_len, suffix_len;
+    _Atomic size_t keep;
+} rocks_tlcap;
+
 /* Images of large packed sets (rocks_pimage.c): build times are kept per
  * slot of the sets' key hashes. */
 #define PIMG_COOLDOWN_SLOTS 4096
@@ -94,6 +102,11 @@ typedef struct rocks_store {
     char *ingest_dir;
     rocksdb_options_t *tl_file_options;
     size_t tl_file_min; /* adds from which a bulk write is a file */
+    /* Caps on time lists: tl_caps[0, n_tl_caps) are set (a cap is filled in
+     * before n_tl_caps counts it); declaring one takes tl_caps_lock. */
+    rocks_tlcap tl_caps[HR_TLCAP_MAX];
+    _Atomic size_t n_tl_caps;
+    pthread_mutex_t tl_caps_lock;
 } rocks_store;
 
 /* ------------------------------------------------------------------------ */
@@ -822,6 +835,7 @@ rocksdb_compactionfilterfactory_t *rocks_sub_filter_factory(rocks_store *s, int 
 /* Drops time-list entries expired for longer than the grace period, and the
  * index entries of sets of times that are gone (rocks_ztl.c). */
 rocksdb_compactionfilterfactory_t *rocks_tl_filter_factory(rocks_store *s);
+bool rocks_tlcap_declare(hr_store *store, hr_slice prefix, hr_slice suffix, size_t keep);
 rocksdb_mergeoperator_t *rocks_hll_merge_operator(void);
 
 #endif

@@ -239,3 +239,8 @@ void hr_tlbulk_free(hr_tlbulk *w) {
 bool hr_store_tlbulk_pays(const hr_store *s) {
     return s->backend->tlbulk_write != NULL;
 }
+
+bool hr_store_tlcap(hr_store *s, hr_slice prefix, hr_slice suffix, size_t keep) {
+    if (prefix.len > HR_TLCAP_AFFIX_MAX || suffix.len > HR_TLCAP_AFFIX_MAX || keep == 0) return false;
+    return s->backend->tlcap && s->backend->tlcap(s, prefix, suffix, keep);
+}

@@ -544,6 +544,30 @@ size_t hr_tlrange(hr_batch *b, hr_slice key, const hr_tlrange_spec *spec);
  * then, not on every add. */
 size_t hr_tltrim(hr_batch *b, hr_slice key, size_t keep, int64_t older_than_ms);
 
+/* Capped time lists: a cap declares that the time lists whose key starts
+ * with prefix and ends with suffix need only their `keep` newest entries
+ * (newest as hr_tlrange reads them), so that the store may drop the others
+ * whenever it likes: a reader of such a list must not read past its first
+ * `keep` entries, which may or may not still be there. Returns true when
+ * the store does drop them; false when it does not (Redis Cluster; or
+ * HR_TLCAP_MAX caps are declared already), and then the caller trims with
+ * hr_tltrim. A cap with the prefix and suffix of an earlier one replaces
+ * its keep. prefix and suffix are at most HR_TLCAP_AFFIX_MAX bytes each
+ * (either may be empty); keep is at least 1. May be called while the store
+ * runs; a cap is not stored, so it holds until close.
+ *
+ * RocksDB: the compaction filter (rocks_filter.c) drops an entry when at
+ * least `keep` newer live entries of its list are among the entries
+ * compacted with it. So a list is cut with no read and no tombstone, which
+ * hr_tltrim costs, some time after it grew past keep; until then it holds
+ * more. The cut is that of a trim at that moment: a removal (hr_tlrem) of
+ * one of those newer entries afterwards leaves the list one entry short of
+ * keep, as it would after hr_tltrim, and a removal the compaction does not
+ * see yet (still in a newer table) counts as one too. */
+#define HR_TLCAP_MAX 8
+#define HR_TLCAP_AFFIX_MAX 64
+bool hr_store_tlcap(hr_store *s, hr_slice prefix, hr_slice suffix, size_t keep);
+
 /* Bulk time-list adds ---------------------------------------------------- */
 /* A fan-out writes millions of time-list adds, one per follower's timeline,
  * that need no atomicity with anything. An hr_tlbulk gathers them (outside

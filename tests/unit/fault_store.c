@@ -100,6 +100,11 @@ static int fault_tlbulk_write(hr_store *s, hr_tlbulk *w, hr_err *err) {
     return hr_tlbulk_write_batches(w, 0, w->n, err);
 }
 
+/* The inner store's caps. */
+static bool fault_tlcap(hr_store *s, hr_slice prefix, hr_slice suffix, size_t keep) {
+    return hr_store_tlcap(((fault_store *)s)->inner, prefix, suffix, keep);
+}
+
 static fault_store *wrap(hr_store *inner, size_t at) {
     fault_store *c = calloc(1, sizeof *c);
     cr_assert_not_null(c);
@@ -107,6 +112,7 @@ static fault_store *wrap(hr_store *inner, size_t at) {
     c->backend.exec = fault_exec;
     c->backend.close = fault_close;
     if (c->backend.tlbulk_write) c->backend.tlbulk_write = fault_tlbulk_write;
+    if (c->backend.tlcap) c->backend.tlcap = fault_tlcap;
     c->super.backend = &c->backend;
     c->inner = inner;
     c->at = at;

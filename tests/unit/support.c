@@ -8,6 +8,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "store/rocks_internal.h"
+
 void test_store_open(test_store *t, const char *kind) {
     memset(t, 0, sizeof *t);
     char uri[256];
@@ -37,6 +39,13 @@ void test_store_close(test_store *t) {
         if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", t->dir);
         t->dir[0] = '\0';
     }
+}
+
+void test_store_compact(test_store *t) {
+    cr_assert_str_eq(hr_store_kind(t->store), "rocksdb", "only RocksDB compacts");
+    rocks_store *r = (rocks_store *)t->store;
+    for (int i = 0; i < CF_COUNT_; i++)
+        rocksdb_compact_range_cf(r->db, r->cf[i], NULL, 0, NULL, 0);
 }
 
 char *test_unique(char *buf, size_t cap, const char *prefix) {

@@ -17,6 +17,9 @@ typedef struct test_store {
  * it) when that is unset. */
 void test_store_open(test_store *t, const char *kind);
 void test_store_close(test_store *t);
+/* RocksDB: compact every column family whole, as compactions would in
+ * time (the compaction filters run). Fails the test on any other kind. */
+void test_store_compact(test_store *t);
 
 /* A name unique to this process and call: prefix + random hex. Returns buf. */
 char *test_unique(char *buf, size_t cap, const char *prefix);

@@ -61,6 +61,9 @@ static void run(const char *kind, env_check check, int64_t threshold, size_t tim
 
 static void run_default(const char *kind, env_check check) { run(kind, check, 10000, 1000); }
 static void run_big(const char *kind, env_check check) { run(kind, check, 2, 1000); }
+static void run_max5(const char *kind, env_check check) {
+    run(kind, check, 10000, 5);
+}
 
 /* Each check on both backends, and on RocksDB with the fan-out's adds
  * gathered into table files (e.fo.bulk). */
@@ -422,6 +425,60 @@ static void check_big_accounts_merge_at_read(env *e) {
     cr_assert_eq(hr_store_batches_total() - batches, 2, "two round trips for a page");
 }
 BOTH_BACKENDS(check_big_accounts_merge_at_read, run_big)
+
+static size_t count_feed(env *e, hr_feed_kind kind, const char *who);
+
+/* The times of the entries stored in who's timeline, newest first, as
+ * "t t t" counted from T0, whatever timeline_max says (not a page). */
+static const char *stored_timeline(env *e, const char *who) {
+    hr_buf k = HR_BUF_INIT;
+    hr_buf_append_str(&k, "{");
+    hr_buf_append_str(&k, e->ns);
+    hr_buf_append_str(&k, "u/");
+    hr_buf_append_str(&k, who);
+    hr_buf_append_str(&k, "}/tl");
+    hr_batch *b = hr_batch_new();
+    hr_tlrange_spec spec = hr_tlrange_all(100, e->now);
+    size_t op = hr_tlrange(b, hr_buf_slice(&k), &spec);
+    hr_err err = {0};
+    cr_assert_eq(hr_store_exec(e->t.store, b, 0, &err), HR_OK, "%s", err.msg);
+    const hr_result *res = hr_batch_result(b, op);
+    static char out[1024];
+    out[0] = '\0';
+    for (size_t i = 0; i < res->n_entries; i++)
+        snprintf(out + strlen(out), sizeof out - strlen(out), "%s%lld", i ? " " : "",
+                 (long long)(res->entries[i].score - (double)T0));
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    return out;
+}
+
+/* RocksDB cuts timelines itself (hr_store_tlcap): neither a post's fan-out
+ * nor a follow's backfill writes a trim, and a compaction leaves a timeline
+ * its timeline_max (5) newest entries. */
+static void check_compaction_cuts_timelines(env *e) {
+    for (int i = 0; i < 3; i++)
+        post(e, "a", NULL, T0 + i);
+    uint64_t trims = hr_store_ops_total(HR_OP_TLTRIM);
+    follow(e, "me", "a"); /* backfills 3 */
+    drain(e);
+    for (int i = 3; i < 12; i++)
+        post(e, "a", NULL, T0 + i);
+    drain(e);
+    cr_assert_eq(hr_store_ops_total(HR_OP_TLTRIM), trims, "no trims written");
+    cr_assert_str_eq(stored_timeline(e, "me"), "11 10 9 8 7 6 5 4 3 2 1 0", "uncut until a compaction");
+    cr_assert_eq(count_feed(e, HR_FEED_TIMELINE, "me"), 5, "a page never shows more than timeline_max");
+    test_store_compact(&e->t);
+    cr_assert_str_eq(stored_timeline(e, "me"), "11 10 9 8 7");
+    cr_assert_eq(count_feed(e, HR_FEED_TIMELINE, "me"), 5);
+    cr_assert_eq(count_feed(e, HR_FEED_USER, "a"), 12, "a user's own feed is not a timeline: not cut");
+}
+Test(feeds_rocksdb, check_compaction_cuts_timelines) {
+    run_max5("rocksdb", check_compaction_cuts_timelines);
+}
+Test(feeds_rocksdb_files, check_compaction_cuts_timelines) {
+    run_max5("rocksdb-files", check_compaction_cuts_timelines);
+}
 
 /* ---- Crashes ---- */
 

@@ -1431,3 +1431,88 @@ Test(rocks_internals, member_columns_filled_again_under_reads_answer_right) {
     cr_assert_gt(fills1 - fills0, 10, "the column was filled again and again");
     cr_assert_gt(tests1 - tests0, 100, "and answered between fills");
 }
+
+/* Capped time lists ---------------------------------------------------------- */
+
+static void flush_tl(void) {
+    rocks_store *r = (rocks_store *)S;
+    rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+    rocksdb_flushoptions_set_wait(fo, 1);
+    char *errptr = NULL;
+    rocksdb_flush_cf(r->db, fo, r->cf[CF_TL], &errptr);
+    cr_assert_null(errptr, "flush: %s", errptr);
+    rocksdb_flushoptions_destroy(fo);
+}
+
+/* The times of list's live entries, newest first, as "t t t". */
+static void tl_times(const char *list, char *out, size_t n) {
+    hr_batch *b = hr_batch_new();
+    hr_tlrange_spec spec = hr_tlrange_all(100, hr_now_ms());
+    size_t op = hr_tlrange(b, hr_slice_str(list), &spec);
+    exec(b);
+    const hr_result *res = hr_batch_result(b, op);
+    out[0] = '\0';
+    for (size_t i = 0; i < res->n_entries; i++)
+        snprintf(out + strlen(out), n - strlen(out), "%s%.0f", i ? " " : "", res->entries[i].score);
+    hr_batch_free(b);
+}
+
+#define CAP_LISTS 4
+static const char *const cap_lists[CAP_LISTS] = {"c/a/tl", "c/a/fd", "d/a/tl", "c/tl"};
+static const char *const all_but_18 = "20 19 17 16 15 14 13 12 11 10 9 8 7 6 5 4 3 2 1";
+
+Test(rocks_internals, compaction_cuts_capped_time_lists_to_their_newest_entries) {
+    cr_assert(hr_store_tlcap(S, hr_slice_str("c/"), hr_slice_str("/tl"), 5));
+    /* Times 1..20 in three tables, out of order (a table holds every third
+     * time), on a capped list and three lists the cap does not match. Time
+     * 18 expired an hour ago; time 19 of the capped list is removed. */
+    int64_t an_hour_ago = hr_now_ms() - 3600 * 1000;
+    hr_batch *b = hr_batch_new();
+    for (long table = 0; table < 3; table++) {
+        hr_batch_reset(b);
+        for (long t = 1; t <= 20; t++)
+            for (size_t l = 0; l < CAP_LISTS && t % 3 == table; l++)
+                hr_tladd(b, hr_slice_str(cap_lists[l]), t, str("m%ld", t), t == 18 ? an_hour_ago : 0);
+        exec(b);
+        flush_tl();
+    }
+    hr_batch_reset(b);
+    hr_tlrem(b, hr_slice_str("c/a/tl"), 19, hr_slice_str("m19"));
+    exec(b);
+    char got[256];
+    tl_times("c/a/tl", got, sizeof got);
+    cr_assert_str_eq(got, "20 17 16 15 14 13 12 11 10 9 8 7 6 5 4 3 2 1", "nothing cut before a compaction");
+
+    compact_all();
+    tl_times("c/a/tl", got, sizeof got);
+    cr_assert_str_eq(got, "20 17 16 15 14", "the 5 newest live entries are left");
+    for (size_t l = 1; l < CAP_LISTS; l++) {
+        tl_times(cap_lists[l], got, sizeof got);
+        cr_assert_str_eq(got, all_but_18, "%s is not capped", cap_lists[l]);
+    }
+    cr_assert_eq(count_keys(CF_TL, 0), 5 + 19 * (CAP_LISTS - 1), "cut entries are gone, not hidden");
+
+    /* Declaring the cap again changes its keep for the compactions after. */
+    cr_assert(hr_store_tlcap(S, hr_slice_str("c/"), hr_slice_str("/tl"), 2));
+    compact_all();
+    tl_times("c/a/tl", got, sizeof got);
+    cr_assert_str_eq(got, "20 17");
+    tl_times("d/a/tl", got, sizeof got);
+    cr_assert_str_eq(got, all_but_18);
+
+    /* Up to HR_TLCAP_MAX caps; affixes of up to HR_TLCAP_AFFIX_MAX bytes;
+     * keep at least 1. Refused: false, nothing declared. */
+    char affix[HR_TLCAP_AFFIX_MAX + 2];
+    memset(affix, 'x', sizeof affix - 1);
+    affix[sizeof affix - 1] = '\0';
+    cr_assert_not(hr_store_tlcap(S, hr_slice_str(affix), hr_slice_str(""), 1), "prefix too long");
+    cr_assert_not(hr_store_tlcap(S, hr_slice_str(""), hr_slice_str(affix), 1), "suffix too long");
+    cr_assert_not(hr_store_tlcap(S, hr_slice_str("d/"), hr_slice_str(""), 0), "keep 0");
+    for (long i = 1; i < HR_TLCAP_MAX; i++)
+        cr_assert(hr_store_tlcap(S, str("e%ld/", i), hr_slice_str(""), 1), "cap %ld", i);
+    cr_assert_not(hr_store_tlcap(S, hr_slice_str("d/"), hr_slice_str(""), 1), "one cap too many");
+    compact_all();
+    tl_times("d/a/tl", got, sizeof got);
+    cr_assert_str_eq(got, all_but_18, "refused caps cut nothing");
+    hr_batch_free(b);
+}

@@ -411,6 +411,14 @@ static void bulk_matches_adds(hr_store *s, const char *tag) {
     hr_tlbulk_free(w);
 }
 
+/* RocksDB cuts capped lists at compaction (test_rocks.c has the cut);
+ * Redis says it does not, so that callers trim. */
+STORE_TEST(capped_lists_are_the_stores_to_cut_on_rocksdb_only) {
+    bool rocks = strncmp(store_uri, "rocksdb:", 8) == 0;
+    cr_assert_eq(hr_store_tlcap(s, hr_slice_str("{u/"), hr_slice_str("}/tl"), 1000), rocks);
+    cr_assert_not(hr_store_tlcap(s, hr_slice_str("{u/"), hr_slice_str("}/tl"), 0), "keep 0 is refused");
+}
+
 STORE_TEST(bulk_adds_read_as_adds) {
     bulk_matches_adds(s, "a");
     /* What hr_tladd refuses, an add refuses, adding nothing. */
