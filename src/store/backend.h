@@ -59,6 +59,10 @@ struct hr_tlbulk {
     hr_buf bytes;
     hr_tlbulk_entry *e;
     size_t n, cap;
+    /* The backend's working memory for a write, kept from one write to the
+     * next and freed with w: a gather of a million adds needs ~100 MB, and
+     * fresh memory costs a page fault and a zeroing per page. */
+    hr_buf scratch[3];
 };
 
 static inline hr_slice hr_tlbulk_list(const hr_tlbulk *w, const hr_tlbulk_entry *e) {

@@ -232,6 +232,8 @@ int hr_tlbulk_write(hr_tlbulk *w, hr_err *err) {
 void hr_tlbulk_free(hr_tlbulk *w) {
     if (w == NULL) return;
     hr_buf_free(&w->bytes);
+    for (size_t i = 0; i < sizeof w->scratch / sizeof w->scratch[0]; i++)
+        hr_buf_free(&w->scratch[i]);
     free(w->e);
     free(w);
 }
