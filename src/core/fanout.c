@@ -95,13 +95,13 @@ typedef struct checkpoint {
 /* ---- Bulk: many jobs' timeline adds in one write ----
  *
  * Where the store writes bulk time-list adds in a way of its own (RocksDB:
- * one sorted table file; store.h "Bulk time-list adds"), hr_fanout_run
+ * one sorted table file; store.h "Bulk time-list adds") and caps timelines
+ * itself (hr_store_tlcap: a trim, which reads its list, would have to wait
+ * for the adds; RocksDB does both), hr_fanout_run
  * gathers the timeline adds of the jobs it claims, claim after claim, until
  * o->bulk of them are gathered or a claim finds fewer jobs than it asked
  * for, and writes them at once. What a page's write is followed by waits
  * for that write, in this order:
- *   - the trims of those timelines (a trim reads its list: it must see the
- *     adds);
  *   - a job's checkpoint, which must never get ahead of the adds it covers:
  *     it is written only after them (a crash before runs the job again
  *     from its last checkpoint written; the adds are idempotent);
@@ -120,16 +120,9 @@ typedef struct checkpoint {
  * unfollowed account's entry shows until it ages out). Page by page the
  * same race exists for the time of one page's write. */
 
-/* Trims of gathered timelines per batch. A batch's trim reads its list
- * through the deletions of the trims before it in the batch (rocks.c indexes
- * such a batch), so one batch of a gather's ~1,000 trims took quadratic
- * time: most of the drain's CPU, measured with perf. */
-#define TRIMS_PER_BATCH 8
-
 typedef struct gather {
     size_t cap; /* write at this many adds */
     hr_tlbulk *adds;
-    hr_buf trims;     /* timelines to trim after the adds: u32be length + key, each */
     hr_batch *acks;   /* of the jobs done whose adds are gathered, with their checkpoints' deletes */
     size_t jobs;      /* acks in acks */
     uint64_t entries; /* adds gathered, for entries_total */
@@ -141,34 +134,14 @@ static void trim_timeline(hr_feeds *f, hr_batch *b, hr_slice key, int64_t now_ms
     hr_tltrim(b, key, f->opts.timeline_max, now_ms - f->opts.timeline_ttl_ms);
 }
 
-static int gather_write_trims(hr_feeds *f, gather *g, hr_err *err) {
-    hr_batch *b = hr_batch_new();
-    int64_t now = hr_now_ms();
-    int rc = HR_OK;
-    for (size_t at = 0; at < g->trims.len && rc == HR_OK;) {
-        hr_batch_reset(b);
-        for (size_t i = 0; i < TRIMS_PER_BATCH && at < g->trims.len; i++) {
-            hr_slice key = hr_slice_of(g->trims.data + at + 4, hr_load_u32be(g->trims.data + at));
-            trim_timeline(f, b, key, now);
-            at += 4 + key.len;
-        }
-        rc = hr_core_exec(f->store, b, 0, "fan-out", err);
-    }
-    hr_batch_free(b);
-    hr_buf_clear(&g->trims);
-    return rc;
-}
-
 static int gather_write(hr_feeds *f, gather *g, hr_err *err) {
     int rc = hr_tlbulk_write(g->adds, err);
-    if (rc == HR_OK) rc = gather_write_trims(f, g, err);
     if (rc == HR_OK && hr_batch_len(g->acks)) rc = hr_core_exec(f->store, g->acks, 0, "fan-out ack", err);
     if (rc == HR_OK) {
         atomic_fetch_add(&entries_total, g->entries);
         atomic_fetch_add(&jobs_total, g->jobs);
         *g->done += g->jobs;
     }
-    hr_buf_clear(&g->trims);
     hr_batch_reset(g->acks);
     g->jobs = 0;
     g->entries = 0;
@@ -297,17 +270,12 @@ static void add_to_timeline(job_run *r, hr_batch *b, hr_batch *trims, hr_slice m
     const hr_activity *act = &r->job.activity;
     hr_slice key = hr_feeds_user_key(r->f, member, "/tl", k), id = hr_slice_of(act->id, HR_ACTIVITY_ID_LEN);
     int64_t expiry = hr_feeds_entry_expiry(r->f, act->time_ms);
-    bool trim = !r->f->store_caps_timelines && trim_now(member, act->id);
-    if (r->g) {
+    if (r->g) { /* gathering: the store caps timelines, no trim */
         hr_tlbulk_add(r->g->adds, key, act->time_ms, id, expiry); /* valid: what hr_tladd takes */
-        if (trim) {
-            hr_buf_append_u32be(&r->g->trims, (uint32_t)key.len);
-            hr_buf_append_slice(&r->g->trims, key);
-        }
-    } else {
-        hr_tladd(b, key, act->time_ms, id, expiry);
-        if (trim) trim_timeline(r->f, trims, key, r->now_ms);
+        return;
     }
+    hr_tladd(b, key, act->time_ms, id, expiry);
+    if (!r->f->store_caps_timelines && trim_now(member, act->id)) trim_timeline(r->f, trims, key, r->now_ms);
 }
 
 static void remove_from_timeline(job_run *r, hr_batch *b, hr_batch *trims, hr_slice member, hr_buf *k) {
@@ -630,12 +598,8 @@ int hr_fanout_run(hr_feeds *f, const hr_fanout_options *o, const char *consumer,
     *done = 0;
     if (max_jobs > HR_QCLAIM_MAX) max_jobs = HR_QCLAIM_MAX;
     gather g = {0}, *gp = NULL;
-    if (o->bulk && hr_store_tlbulk_pays(f->store)) {
-        g = (gather){.cap = o->bulk,
-                     .adds = hr_tlbulk_new(f->store),
-                     .trims = HR_BUF_INIT,
-                     .acks = hr_batch_new(),
-                     .done = done};
+    if (o->bulk && hr_store_tlbulk_pays(f->store) && f->store_caps_timelines) {
+        g = (gather){.cap = o->bulk, .adds = hr_tlbulk_new(f->store), .acks = hr_batch_new(), .done = done};
         gp = &g;
     }
     hr_buf qk = HR_BUF_INIT;
@@ -661,7 +625,6 @@ int hr_fanout_run(hr_feeds *f, const hr_fanout_options *o, const char *consumer,
         int wrc = g.dead ? HR_OK : gather_write(f, gp, rc == HR_OK ? err : &werr);
         if (rc == HR_OK) rc = wrc;
         hr_tlbulk_free(g.adds);
-        hr_buf_free(&g.trims);
         hr_batch_free(g.acks);
     }
     hr_batch_free(b);

@@ -51,8 +51,9 @@ typedef struct hr_fanout_options {
     int64_t throttle_ms;  /* pause between batches of one job (0: none) */
     int64_t poll_ms;      /* how often idle workers look for jobs of other processes */
     /* Timeline adds gathered across jobs into one bulk write (store.h,
-     * hr_tlbulk) where the store's bulk writes pay (RocksDB); 0, or another
-     * store: each page is written as it is read. See "Bulk" in fanout.c. */
+     * hr_tlbulk) where the store's bulk writes pay and it caps timelines
+     * itself (RocksDB); 0, or another store: each page is written as it is
+     * read. See "Bulk" in fanout.c. */
     size_t bulk;
     /* Tests: give up a job after this many batches, exactly as a worker
      * killed there would (no ack; the lease runs out, the checkpoint stays).
