@@ -362,6 +362,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     for (size_t i = 0; i < ROCKS_STRIPES; i++)
         pthread_mutex_init(&s->stripes[i], NULL);
     pthread_mutex_init(&s->tl_caps_lock, NULL);
+    pthread_mutex_init(&s->tl_bulk_lock, NULL);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     atomic_init(&s->next_version, ((uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u) * 1024u);
@@ -404,6 +405,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
         for (size_t i = 0; i < ROCKS_STRIPES; i++)
             pthread_mutex_destroy(&s->stripes[i]);
         pthread_mutex_destroy(&s->tl_caps_lock);
+        pthread_mutex_destroy(&s->tl_bulk_lock);
         zreg_free(s->zreg);
         tlcache_free(s->tlc);
         rcache_free(s->meta_cache);
@@ -488,6 +490,7 @@ static void close_(hr_store *hs) {
     for (size_t i = 0; i < ROCKS_STRIPES; i++)
         pthread_mutex_destroy(&s->stripes[i]);
     pthread_mutex_destroy(&s->tl_caps_lock);
+    pthread_mutex_destroy(&s->tl_bulk_lock);
     queues_free(s->queues);
     zreg_free(s->zreg);
     tlcache_free(s->tlc);

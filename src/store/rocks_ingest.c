@@ -196,6 +196,10 @@ static int write_and_ingest(rocks_store *s, const fentry *e, size_t n, const cha
 
 int rocks_ingest_write(hr_store *hs, hr_tlbulk *w, hr_err *err) {
     rocks_store *s = (rocks_store *)hs;
+    /* A burst of files gets room in level 0 (tl_bulk_mode); a write too
+     * small for a file (a fan-out that caught up, or had nothing left to
+     * write) ends it, and level 0 is compacted as usual again. */
+    tl_bulk_mode(s, w->n >= s->tl_file_min);
     if (w->n < s->tl_file_min) return hr_tlbulk_write_batches(w, 0, w->n, err);
     bool gated = tlcache_lists(s->tlc) > 0;
     if (gated) tlcache_gate_enter(s->tlc);

@@ -102,6 +102,8 @@ typedef struct rocks_store {
     char *ingest_dir;
     rocksdb_options_t *tl_file_options;
     size_t tl_file_min; /* adds from which a bulk write is a file */
+    bool tl_bulk;       /* tl_bulk_mode is on; under tl_bulk_lock */
+    pthread_mutex_t tl_bulk_lock;
     /* Caps on time lists: tl_caps[0, n_tl_caps) are set (a cap is filled in
      * before n_tl_caps counts it); declaring one takes tl_caps_lock. */
     rocks_tlcap tl_caps[HR_TLCAP_MAX];
@@ -748,6 +750,9 @@ void rocks_prefix_bloom_tables(rocksdb_options_t *o, rocksdb_cache_t *cache);
 /* Options of the "timelists" column family: its prefix extractor, hashed
  * memtable, tables with prefix blooms (sharing cache) and expiry filter. */
 void tl_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache, rocksdb_compactionfilterfactory_t *filter);
+/* Give level 0 of the time lists room for a burst of table files (bulk),
+ * or take it back (see tl_cf_options). */
+void tl_bulk_mode(rocks_store *s, bool bulk);
 
 /* ------------------------------------------------------------------------ */
 /* Hot time lists kept in memory (rocks_tlcache.c, which says how)           */

@@ -53,7 +53,8 @@
  *
  * EXPIRY. Reads compare expire_at with the spec's now_ms; hr_tltrim with
  * the batch's clock. The compaction filter (rocks_filter.c) drops entries
- * expired for more than its grace period.
+ * expired for more than its grace period, and the entries of a capped list
+ * (hr_store_tlcap) past its cap.
  *
  * COLUMN FAMILY OPTIONS (tl_cf_options), chosen by measuring fan-out with
  * store_micro on a 2-core machine (BENCHMARKS.md, "Time lists"):
@@ -80,18 +81,23 @@
  *     (8 us/entry of CPU here), pipelined writes with two writers, a hashed
  *     skiplist memtable (5 us/entry), four times the buckets (no change).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
 #include "common/alloc.h"
+#include "common/log.h"
 #include "store/rocks_internal.h"
 
 /* The memtable: see "COLUMN FAMILY OPTIONS" above. */
 #define TL_WRITE_BUFFER ((size_t)256 << 20)
 #define TL_WRITE_BUFFERS 3      /* one filling, up to two being flushed */
 #define TL_HASH_BUCKETS 1000003 /* buckets of list hashes (8 MB per memtable) */
-#define TL_L0_COMPACTION 16     /* level-0 tables that start a compaction (see tl_cf_options) */
+/* Level-0 tables that start a compaction (see tl_cf_options): at rest, and
+ * while table files are being ingested (tl_bulk_mode). */
+#define TL_L0_COMPACTION 4
+#define TL_L0_COMPACTION_BULK 16
 #define TL_L0_SLOWDOWN 48
 #define TL_L0_STOP 64
 
@@ -391,18 +397,38 @@ void tl_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache, rocksdb_compact
      * ever scanned, never looked up by key. */
     rocks_prefix_bloom_tables(o, cache);
 
-    /* Level 0 may hold 16 tables before they are compacted (4 by default),
-     * and writes slow down from 48 (20). Every table of the time lists
-     * spans nearly every list (a fan-out writes to random timelines), so
-     * each compaction of level 0 rewrites the whole level below it; with
-     * table files ingested a million entries at a time (rocks_ingest.c)
-     * plus the small flush each ingestion forces, the default triggers
+    /* While table files are ingested (rocks_ingest.c), level 0 may hold 16
+     * tables before they are compacted (4 by default, and at rest), and
+     * writes slow down from 48 (20). Every table of the time lists spans
+     * nearly every list (a fan-out writes to random timelines), so each
+     * compaction of level 0 rewrites the whole level below it; with table
+     * files ingested a million entries at a time, the default trigger
      * compacted every few seconds and stalled the writes: fan-out at
      * 100,000 users drained at 343 K entries/s instead of 600 K
-     * (BENCHMARKS.md, "Time lists"). The price: a read of a list looks at
-     * up to 16 level-0 tables (a seek each: every table holds the list)
-     * while a fan-out runs, instead of 4. */
+     * (BENCHMARKS.md, "Time lists"). But a read of a list seeks every
+     * level-0 table (each holds the list), and a burst left up to 15 of
+     * them behind it: a timeline page at rest ran 10-25 % slower. So the
+     * trigger is raised only for the burst (tl_bulk_mode). */
     rocksdb_options_set_level0_file_num_compaction_trigger(o, TL_L0_COMPACTION);
     rocksdb_options_set_level0_slowdown_writes_trigger(o, TL_L0_SLOWDOWN);
     rocksdb_options_set_level0_stop_writes_trigger(o, TL_L0_STOP);
+}
+
+void tl_bulk_mode(rocks_store *s, bool bulk) {
+    pthread_mutex_lock(&s->tl_bulk_lock);
+    if (s->tl_bulk != bulk) {
+        char trigger[16];
+        snprintf(trigger, sizeof trigger, "%d", bulk ? TL_L0_COMPACTION_BULK : TL_L0_COMPACTION);
+        const char *keys[1] = {"level0_file_num_compaction_trigger"}, *values[1] = {trigger};
+        char *errptr = NULL;
+        rocksdb_set_options_cf(s->db, s->cf[CF_TL], 1, keys, values, &errptr);
+        if (errptr) {
+            hr_warn("rocksdb: cannot set the time lists' level-0 trigger to %s: %s", trigger, errptr);
+            rocksdb_free(errptr);
+        } else {
+            s->tl_bulk = bulk;
+            hr_debug("rocksdb: time lists' level-0 compaction trigger %s", trigger);
+        }
+    }
+    pthread_mutex_unlock(&s->tl_bulk_lock);
 }

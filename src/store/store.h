@@ -575,7 +575,7 @@ bool hr_store_tlcap(hr_store *s, hr_slice prefix, hr_slice suffix, size_t keep);
  * an op's 512) and writes them in the cheapest way the store has:
  *   - RocksDB, from 50,000 adds on (tl_file_min): sorted into one table
  *     file, ingested into the time lists (rocks_ingest.c). No WAL, no
- *     memtable: a fan-out at 100,000 users drains 1.4 times as fast, but
+ *     memtable: a fan-out at 100,000 users drains ~2.5 times as fast, but
  *     each write has a fixed cost (a flush of the time lists' memtable, a
  *     level-0 table more), so gathering more per write pays.
  *   - otherwise (Redis; RocksDB below that): batches of hr_tladd, as a

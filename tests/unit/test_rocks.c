@@ -1516,3 +1516,38 @@ Test(rocks_internals, compaction_cuts_capped_time_lists_to_their_newest_entries)
     cr_assert_str_eq(got, all_but_18, "refused caps cut nothing");
     hr_batch_free(b);
 }
+
+/* Level 0 of the time lists holds a burst of ingested table files (up to 16
+ * before a compaction, so that a fan-out does not stall on compactions), and
+ * is compacted as usual (from 4) once a bulk write is too small for a file:
+ * a timeline read seeks every level-0 table. */
+Test(rocks_internals, a_burst_of_table_files_is_compacted_when_it_ends) {
+    hr_store_close(S);
+    hr_store_options o = {.tl_file_min = 100};
+    hr_err err = {0};
+    cr_assert_eq(hr_store_open(uri, &o, &S, &err), HR_OK, "%s", err.msg);
+    hr_tlbulk *w = hr_tlbulk_new(S);
+    for (long file = 0; file < 6; file++) {
+        for (long i = 0; i < 100; i++)
+            cr_assert_eq(hr_tlbulk_add(w, str("list%ld", i), 1000 + file, hr_slice_str("m"), 0), HR_OK);
+        cr_assert_eq(hr_tlbulk_write(w, &err), HR_OK, "%s", err.msg);
+    }
+    bool settled = false;
+    hr_store_settle(S, 60, &settled);
+    cr_assert(settled);
+    /* The first file goes to the empty bottom level, the others to level 0. */
+    cr_assert_eq(prop(CF_TL, "rocksdb.num-files-at-level0"), 5, "the burst's files wait in level 0");
+
+    cr_assert_eq(hr_tlbulk_add(w, hr_slice_str("list0"), 999, hr_slice_str("m"), 0), HR_OK);
+    cr_assert_eq(hr_tlbulk_write(w, &err), HR_OK, "%s", err.msg); /* one add: batches */
+    hr_store_settle(S, 60, &settled);
+    cr_assert(settled);
+    cr_assert_lt(prop(CF_TL, "rocksdb.num-files-at-level0"), 4, "compacted once the burst ended");
+    hr_tlbulk_free(w);
+    hr_batch *b = hr_batch_new();
+    hr_tlrange_spec spec = hr_tlrange_all(100, hr_now_ms());
+    size_t op = hr_tlrange(b, hr_slice_str("list0"), &spec);
+    exec(b);
+    cr_assert_eq(hr_batch_result(b, op)->n_entries, 7, "6 files and a batch");
+    hr_batch_free(b);
+}
