@@ -221,9 +221,10 @@ int hr_tlbulk_write_batches(hr_tlbulk *w, size_t from, size_t to, hr_err *err) {
 
 int hr_tlbulk_write(hr_tlbulk *w, hr_err *err) {
     int rc = HR_OK;
-    if (w->n > 0)
-        rc = w->s->backend->tlbulk_write ? w->s->backend->tlbulk_write(w->s, w, err)
-                                         : hr_tlbulk_write_batches(w, 0, w->n, err);
+    if (w->s->backend->tlbulk_write) /* empty too: the writer has caught up (store.h) */
+        rc = w->s->backend->tlbulk_write(w->s, w, err);
+    else if (w->n > 0)
+        rc = hr_tlbulk_write_batches(w, 0, w->n, err);
     w->n = 0;
     hr_buf_clear(&w->bytes);
     return rc;

@@ -585,7 +585,10 @@ bool hr_store_tlcap(hr_store *s, hr_slice prefix, hr_slice suffix, size_t keep);
  * have applied some of the adds (adds are idempotent: write them again).
  * Adds of one list at one time with one member are one entry, whichever
  * expiry wins. Adds written as a file are not in the op totals of
- * /metrics (herald_fanout_entries_total counts the fan-out's). An hr_tlbulk
+ * /metrics (herald_fanout_entries_total counts the fan-out's). A write of
+ * too few adds for a file, an empty one included, tells RocksDB that the
+ * writer has caught up: a burst of files ends, and their level-0 tables are
+ * compacted as usual again (rocks_tl.c, tl_bulk_mode). An hr_tlbulk
  * belongs to one thread at a time. */
 typedef struct hr_tlbulk hr_tlbulk;
 hr_tlbulk *hr_tlbulk_new(hr_store *s);
