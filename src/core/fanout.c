@@ -130,8 +130,10 @@ typedef struct gather {
     bool dead;        /* max_batches ran out: write nothing more */
 } gather;
 
+/* Cut a timeline to timeline_max and timeline_ttl, unless the store does
+ * (hr_store_tlcap). */
 static void trim_timeline(hr_feeds *f, hr_batch *b, hr_slice key, int64_t now_ms) {
-    hr_tltrim(b, key, f->opts.timeline_max, now_ms - f->opts.timeline_ttl_ms);
+    if (!f->store_caps_timelines) hr_tltrim(b, key, f->opts.timeline_max, now_ms - f->opts.timeline_ttl_ms);
 }
 
 static int gather_write(hr_feeds *f, gather *g, hr_err *err) {
@@ -275,7 +277,7 @@ static void add_to_timeline(job_run *r, hr_batch *b, hr_batch *trims, hr_slice m
         return;
     }
     hr_tladd(b, key, act->time_ms, id, expiry);
-    if (!r->f->store_caps_timelines && trim_now(member, act->id)) trim_timeline(r->f, trims, key, r->now_ms);
+    if (trim_now(member, act->id)) trim_timeline(r->f, trims, key, r->now_ms);
 }
 
 static void remove_from_timeline(job_run *r, hr_batch *b, hr_batch *trims, hr_slice member, hr_buf *k) {
@@ -442,8 +444,7 @@ static int run_backfill(job_run *r, hr_slice account, hr_err *err) {
                 int64_t t = (int64_t)entries->entries[i].score;
                 hr_tladd(wb, tl, t, entries->entries[i].member, hr_feeds_entry_expiry(r->f, t));
             }
-            if (entries->n_entries && !r->f->store_caps_timelines)
-                hr_tltrim(wb, tl, r->f->opts.timeline_max, spec.after_ms);
+            if (entries->n_entries) trim_timeline(r->f, wb, tl, r->now_ms);
         }
         if (hr_batch_len(wb)) rc = hr_core_exec(r->f->store, wb, 0, "backfill", err);
         if (rc == HR_OK && !big) atomic_fetch_add(&entries_total, entries->n_entries);
