@@ -2,8 +2,10 @@
 herald holding a `herald load` dataset of N users (u0..u{N-1}).
 
   cost URL N PAGES    store round trips (batches) and operations per home
-                      timeline page of 20, from /metrics before and after PAGES
-                      pages of random users, read one at a time
+                      timeline page of 20 read from the store, from /metrics
+                      before and after PAGES pages of random users, read one at
+                      a time (where herald keeps first pages in memory, the
+                      store's work is divided by the pages it read, its misses)
   delay URL N PROBES  create-to-visible delay for an actor with 450 followers:
                       a fresh actor is followed by 450 dataset users; then, PROBES
                       times, an activity is created and the timeline of the
@@ -25,8 +27,8 @@ API = "/api/v1"
 def metrics(s, url):
     text = s.get(f"{url}/metrics").text
     out = {}
-    for name, value in re.findall(r"^(herald_store_batches_total|herald_store_ops_total\{op=\"\w+\"\}) (\S+)$",
-                                  text, re.M):
+    for name, value in re.findall(r"^(herald_store_batches_total|herald_store_ops_total\{op=\"\w+\"\}"
+                                  r"|herald_timeline_cache_misses_total) (\S+)$", text, re.M):
         out[name] = float(value)
     return out
 
@@ -38,12 +40,15 @@ def cost(url, n, pages):
         r = s.get(f"{url}{API}/users/u{random.randrange(n)}/timeline", params={"limit": 20})
         r.raise_for_status()
     after = metrics(s, url)
-    delta = {k: (after[k] - before.get(k, 0)) / pages for k in after}
+    misses = "herald_timeline_cache_misses_total"
+    read = after.pop(misses, pages) - before.pop(misses, 0)  # pages read from the store
+    delta = {k: (after[k] - before.get(k, 0)) / max(read, 1) for k in after}
     # the two /metrics reads are not store work; everything else is the pages'
     batches = delta.pop("herald_store_batches_total")
     ops = {re.search(r'op="(\w+)"', k).group(1): v for k, v in delta.items() if v > 0.005}
     detail = ", ".join(f"{k} {v:.1f}" for k, v in sorted(ops.items(), key=lambda kv: -kv[1]))
-    print(f"{batches:.2f} round trips, {sum(ops.values()):.1f} ops per page ({detail})")
+    print(f"{batches:.2f} round trips, {sum(ops.values()):.1f} ops per page read from the store ({detail}); "
+          f"{read:.0f} of {pages} pages read from the store")
 
 
 def delay(url, n, probes):

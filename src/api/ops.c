@@ -38,6 +38,32 @@ static void fanout_metrics(hr_app *app, hr_buf *out) {
                   (unsigned long long)hr_fanout_entries_total(), (unsigned long long)hr_fanout_jobs_total());
 }
 
+/* Home timelines' first pages kept in memory (core/feeds_memo.c), where
+ * they are (RocksDB). */
+static void timeline_cache_metrics(hr_app *app, hr_buf *out) {
+    hr_memo_stats st;
+    if (!hr_feeds_page_memo_stats(app->feeds, &st)) return;
+    hr_buf_printf(
+        out,
+        "# HELP herald_timeline_cache_hits_total Home timeline first pages answered from memory.\n"
+        "# TYPE herald_timeline_cache_hits_total counter\n"
+        "herald_timeline_cache_hits_total %llu\n"
+        "# HELP herald_timeline_cache_misses_total First pages read from the store (stale ones included).\n"
+        "# TYPE herald_timeline_cache_misses_total counter\n"
+        "herald_timeline_cache_misses_total %llu\n"
+        "# HELP herald_timeline_cache_stale_total Kept pages dropped because what they show changed.\n"
+        "# TYPE herald_timeline_cache_stale_total counter\n"
+        "herald_timeline_cache_stale_total %llu\n"
+        "# HELP herald_timeline_cache_pages First pages kept.\n"
+        "# TYPE herald_timeline_cache_pages gauge\n"
+        "herald_timeline_cache_pages %zu\n"
+        "# HELP herald_timeline_cache_bytes Memory the kept pages take (of timeline_cache).\n"
+        "# TYPE herald_timeline_cache_bytes gauge\n"
+        "herald_timeline_cache_bytes %zu\n",
+        (unsigned long long)st.hits, (unsigned long long)st.misses, (unsigned long long)st.stale, st.entries,
+        st.bytes);
+}
+
 void hr_api_metrics(hr_request *req) {
     hr_buf out = HR_BUF_INIT;
     hr_http_metrics_render(hr_req_server(req), &out);
@@ -56,6 +82,7 @@ void hr_api_metrics(hr_request *req) {
                   (unsigned long long)hr_store_batches_total(),
                   (unsigned long long)hr_store_batch_errors_total());
     fanout_metrics(hr_req_app(req), &out);
+    timeline_cache_metrics(hr_req_app(req), &out);
     hr_reply_text(req, 200, hr_buf_slice(&out));
     hr_buf_free(&out);
 }

@@ -41,6 +41,7 @@
     X(fanout_threshold, UINT, "10000", "actors and groups with more followers/members are merged at read time, not fanned out") \
     X(timeline_ttl, DURATION, "60d", "timeline entries expire this long after the activity's time") \
     X(timeline_max, UINT, "1000", "entries a home timeline keeps at most") \
+    X(timeline_cache, SIZE, "256m", "RocksDB: memory for home timelines' first pages, kept until what they show changes (0: none)") \
     X(fanout_workers, UINT, "2", "background threads that fan activities out to timelines") \
     X(fanout_lease, DURATION, "30s", "a fan-out job not finished this long after it was claimed is run again") \
     X(fanout_queue, STR, "fanout", "name of the fan-out job queue: processes naming the same one share its jobs") \

@@ -98,11 +98,13 @@ hr_feeds *hr_feeds_new(hr_store *store, hr_graph *graph, const hr_feeds_options 
     f->store_caps_timelines =
         hr_store_tlcap(store, hr_buf_slice(&prefix), hr_slice_str("}/tl"), f->opts.timeline_max);
     hr_buf_free(&prefix);
+    f->pages = hr_memo_new(store, opts->page_memo_bytes);
     return f;
 }
 
 void hr_feeds_free(hr_feeds *f) {
     if (f == NULL) return;
+    hr_memo_free(f->pages);
     free(f->ns);
     free(f->queue);
     free(f);
@@ -478,6 +480,7 @@ typedef struct page_plan {
     hr_slice big_key;          /* timelines: the reader's big accounts, read with the first round */
     size_t first_big;          /* keys from this one on are big accounts' feeds: every reader of
                                 * one follower reads them, so the store is told they are hot */
+    hr_page_memo *memo;        /* a home first page that may be kept (feeds_memo.c), or NULL */
 } page_plan;
 
 #define READ_ROUNDS 8
@@ -535,17 +538,22 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
     bool more = true;
     hr_batch *b = hr_batch_new();
     hr_buf k = HR_BUF_INIT;
+    hr_page_memo off = {0}, *memo = plan->memo ? plan->memo : &off;
     for (int round = 0; rc == HR_OK && round < READ_ROUNDS && more && out->n < req->limit; round++) {
         if (pos.count >= plan->max_items || scanned >= plan->scan_max) break;
+        if (round > 0) memo->on = false; /* kept pages are read in one round */
         size_t want = skip + (req->limit - out->n);
         if (plan->filter) want = want * 4 > 200 ? want * 4 : 200;
         if (want > plan->scan_max - scanned) want = plan->scan_max - scanned;
         if (want > plan->max_items - pos.count + skip) want = plan->max_items - pos.count + skip;
         if (want > HR_ZRANGE_LIMIT_MAX) want = HR_ZRANGE_LIMIT_MAX;
         if (want == 0) break;
-        /* One range read per list, from the position on. */
+        /* One range read per list, from the position on. A page to be kept
+         * reads one entry more, so that it knows when the entry after its
+         * last expires (and with it, whether there is a next page). */
         hr_batch_reset(b);
-        hr_tlrange_spec spec = hr_tlrange_all(want, now_ms);
+        hr_tlrange_spec spec =
+            hr_tlrange_all(memo->on && want < HR_ZRANGE_LIMIT_MAX ? want + 1 : want, now_ms);
         spec.before_ms = req->before_ms;
         spec.after_ms = plan->after_ms;
         if (pos.set) {
@@ -555,12 +563,16 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
         }
         hr_tlrange_spec hot = spec;
         hot.hot = true;
-        for (size_t i = 0; i < plan->n_keys; i++) hr_tlrange(b, plan->keys[i], i >= plan->first_big ? &hot : &spec);
+        for (size_t i = 0; i < plan->n_keys; i++) {
+            hr_page_memo_stamp(f, memo, plan->keys[i]);
+            hr_tlrange(b, plan->keys[i], i >= plan->first_big ? &hot : &spec);
+        }
         /* A timeline's first round also reads the reader's big accounts, so
          * that a reader who follows none (nearly everyone) costs one range
          * round trip and one multi-get. */
         bool big_now = round == 0 && plan->big_key.len > 0;
         hr_zrange_spec every = hr_zrange_all(false, HR_ZRANGE_LIMIT_MAX);
+        if (big_now) hr_page_memo_stamp(f, memo, plan->big_key);
         size_t big_op = big_now ? hr_zrange(b, plan->big_key, &every) : 0;
         rc = hr_core_exec(f->store, b, 0, "feed", err);
         if (rc != HR_OK) break;
@@ -575,7 +587,10 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
             all = hr_arena_alloc(a, (total + 1) * sizeof *all);
             collect(b, 0, n_lists, all, &n, &more, a);
             hr_batch_reset(b);
-            for (size_t i = n_lists; i < plan->n_keys; i++) hr_tlrange(b, plan->keys[i], &hot);
+            for (size_t i = n_lists; i < plan->n_keys; i++) {
+                hr_page_memo_stamp(f, memo, plan->keys[i]);
+                hr_tlrange(b, plan->keys[i], &hot);
+            }
             rc = hr_core_exec(f->store, b, 0, "feed", err);
             if (rc != HR_OK) break;
             size_t extra = entries_in(b, 0, plan->n_keys - n_lists);
@@ -587,6 +602,8 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
             all = hr_arena_alloc(a, (total + 1) * sizeof *all);
             collect(b, 0, n_lists, all, &n, &more, a);
         }
+        for (size_t i = 0; memo->on && i < n; i++)
+            hr_page_memo_entry(f, memo, (int64_t)all[i].score);
         /* Merge: the newest `want` of all lists, without repeats. */
         qsort(all, n, sizeof *all, entry_cmp);
         size_t m = 0;
@@ -598,7 +615,11 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
         }
         /* The bodies, in one multi-get. */
         hr_batch_reset(b);
-        for (size_t i = 0; i < m; i++) hr_get(b, hr_feeds_body_key(f, all[i].member, &k));
+        for (size_t i = 0; i < m; i++) {
+            hr_slice body_key = hr_feeds_body_key(f, all[i].member, &k);
+            hr_page_memo_stamp(f, memo, body_key);
+            hr_get(b, body_key);
+        }
         rc = hr_core_exec(f->store, b, 0, "feed", err);
         for (size_t i = 0; rc == HR_OK && i < m; i++) {
             hr_activity act;
@@ -616,6 +637,7 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
                 continue;
             }
             out->items[out->n++] = act;
+            hr_page_memo_item(memo, all[i].member, hr_batch_result(b, i)->value);
             if (out->n == req->limit || pos.count >= plan->max_items) {
                 more = more || i + 1 < m;
                 break;
@@ -650,7 +672,16 @@ int hr_feeds_read(hr_feeds *f, hr_feed_kind kind, hr_slice id, const hr_feed_req
         plan.big_key = hr_arena_copy(a, hr_feeds_user_key(f, id, "/big", &k));
     }
     hr_buf_free(&k);
-    return read_page(f, &plan, req, now_ms, a, out, err);
+    if (kind != HR_FEED_TIMELINE || !hr_page_memo_fits(f, req))
+        return read_page(f, &plan, req, now_ms, a, out, err);
+    if (hr_page_memo_get(f, id, req, now_ms, a, out)) return HR_OK;
+    hr_page_memo memo;
+    hr_page_memo_begin(&memo);
+    plan.memo = &memo;
+    int rc = read_page(f, &plan, req, now_ms, a, out, err);
+    if (rc == HR_OK) hr_page_memo_put(f, id, req, &memo, out);
+    hr_page_memo_end(&memo);
+    return rc;
 }
 
 int hr_feeds_query(hr_feeds *f, const hr_activity *filter, const hr_feed_req *req, int64_t now_ms, hr_arena *a,

@@ -60,6 +60,7 @@
 #include "common/slice.h"
 #include "core/activity.h"
 #include "core/graph.h"
+#include "core/memo.h"
 #include "store/store.h"
 
 typedef struct hr_feeds hr_feeds;
@@ -74,6 +75,9 @@ typedef struct hr_feeds_options {
      * another's jobs (a staging deployment on the same Redis Cluster, a
      * test) names its own. */
     const char *queue;
+    /* Memory for home timelines' first pages, kept while nothing they were
+     * read from changes (feeds_memo.c). 0, or a shared store: none kept. */
+    size_t page_memo_bytes;
 } hr_feeds_options;
 
 /* Feeds over store and graph (borrowed); options copied. */
@@ -132,6 +136,10 @@ int hr_feeds_read(hr_feeds *f, hr_feed_kind kind, hr_slice id, const hr_feed_req
 #define HR_FEED_SCAN_MAX 5000
 int hr_feeds_query(hr_feeds *f, const hr_activity *filter, const hr_feed_req *req, int64_t now_ms,
                    hr_arena *a, hr_feed_page *out, hr_err *err);
+
+/* The kept home pages' counts (memo.h), for /metrics; false when none are
+ * kept (page_memo_bytes 0, or a shared store). */
+bool hr_feeds_page_memo_stats(hr_feeds *f, hr_memo_stats *out);
 
 /* How many accounts (users and groups) are big. */
 int hr_feeds_big_count(hr_feeds *f, int64_t *n, hr_err *err);

@@ -8,6 +8,7 @@
 
 #include "common/buf.h"
 #include "core/feeds.h"
+#include "core/memo.h"
 
 struct hr_feeds {
     hr_store *store;
@@ -18,6 +19,9 @@ struct hr_feeds {
     /* The store drops what timelines hold past timeline_max by itself
      * (hr_store_tlcap, RocksDB), so fan-out does not trim them. */
     bool store_caps_timelines;
+    /* Home timelines' first pages, kept while unchanged (feeds_memo.c);
+     * NULL: read the store every time. */
+    hr_memo *pages;
     /* Called after a job was pushed, so that local workers start at once
      * rather than at their next poll (fanout.c sets it). */
     void (*job_pushed)(void *ctx);
@@ -51,6 +55,37 @@ void hr_feeds_remove_entries(const hr_feeds *f, hr_batch *b, const hr_activity *
 
 /* The expiry of a timeline entry for an activity at time_ms. */
 int64_t hr_feeds_entry_expiry(const hr_feeds *f, int64_t time_ms);
+
+/* ---- Home first pages kept in memory (feeds_memo.c) ---- */
+
+/* A page being read that may be kept: the stamps of the keys read for it,
+ * taken before each read, when the oldest entry it read expires, and its
+ * items. on false: not to be kept (then the calls below do nothing). */
+typedef struct hr_page_memo {
+    bool on;
+    hr_stamp *stamps;
+    size_t n, cap;
+    int64_t end_ms;
+    hr_buf items;
+} hr_page_memo;
+
+/* Whether req asks for a page that is kept: a first page, with the memo on. */
+bool hr_page_memo_fits(const hr_feeds *f, const hr_feed_req *req);
+/* The kept first page of uid's home timeline for req, into *out. */
+bool hr_page_memo_get(hr_feeds *f, hr_slice uid, const hr_feed_req *req, int64_t now_ms, hr_arena *a,
+                      hr_feed_page *out);
+void hr_page_memo_begin(hr_page_memo *pm);
+/* Before key is read for the page. */
+void hr_page_memo_stamp(const hr_feeds *f, hr_page_memo *pm, hr_slice key);
+/* An entry the page's reads returned, shown or not: the page holds until
+ * the oldest of them expires. */
+void hr_page_memo_entry(const hr_feeds *f, hr_page_memo *pm, int64_t time_ms);
+/* An item shown, with its body as stored, in page order. */
+void hr_page_memo_item(hr_page_memo *pm, hr_slice id, hr_slice body);
+/* Keep the page read (unless pm was turned off on the way). */
+void hr_page_memo_put(hr_feeds *f, hr_slice uid, const hr_feed_req *req, hr_page_memo *pm,
+                      const hr_feed_page *page);
+void hr_page_memo_end(hr_page_memo *pm);
 
 /* ---- Fan-out jobs ---- */
 

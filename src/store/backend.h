@@ -10,6 +10,8 @@
 #ifndef HR_STORE_BACKEND_H
 #define HR_STORE_BACKEND_H
 
+#include <stdatomic.h>
+
 #include "common/arena.h"
 #include "common/buf.h"
 #include "store/store.h"
@@ -77,6 +79,9 @@ int hr_tlbulk_write_batches(hr_tlbulk *w, size_t from, size_t to, hr_err *err);
 
 struct hr_store {
     const hr_store_backend *backend;
+    /* Write stamps (store.h): NULL while off; set once, before other
+     * threads use the store. */
+    _Atomic uint64_t *write_counts;
 };
 
 extern const hr_store_backend hr_rocks_backend;

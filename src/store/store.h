@@ -601,6 +601,32 @@ void hr_tlbulk_free(hr_tlbulk *w);
  * many per write pays; else a caller may as well write as it goes). */
 bool hr_store_tlbulk_pays(const hr_store *s);
 
+/* Write stamps ----------------------------------------------------------- */
+/* What lets a caller keep a result in memory and know, later, that nothing
+ * it read has been written since (core/memo.h). Once turned on, every batch
+ * and bulk write through this store object counts a write against each key
+ * it writes, after the write is applied: a stamp taken before a read and
+ * still holding after it says that no write of that key was applied in
+ * between, or since. Keys share counters (2^20 of them, by hash), so a stamp
+ * may stop holding for another key's write: never the other way round.
+ *
+ * Only this process's writes are counted. So hr_store_stamps_on refuses (and
+ * leaves them off) on a shared store, where other servers write too; it is
+ * for the start, before other threads use the store. Reads are not counted,
+ * and neither is what a store drops by itself: expiry (which readers already
+ * apply by their own clock) and capped lists past their keep. */
+typedef struct hr_stamp {
+    uint32_t slot;
+    uint64_t count;
+} hr_stamp;
+bool hr_store_stamps_on(hr_store *s);
+/* Whether stamps are on. */
+bool hr_store_stamps(const hr_store *s);
+/* Key's stamp now (stamps on). */
+hr_stamp hr_store_stamp(const hr_store *s, hr_slice key);
+/* Whether no write of the stamp's key was applied since it was taken. */
+bool hr_store_stamp_holds(const hr_store *s, hr_stamp st);
+
 /* Durable work queues ---------------------------------------------------- */
 /* A queue of jobs (fan-out work). A pushed job stays until acknowledged. A
  * claim leases up to `max` jobs, oldest first, to a consumer for lease_ms;

@@ -499,6 +499,36 @@ def test_two_servers_on_one_redis_cluster_share_the_fanout(herald):
     assert done == want_entries, f"{done} timeline entries written for {want_entries}: a job ran twice"
 
 
+def test_timeline_first_pages_are_kept_until_they_change(server):
+    """RocksDB keeps a home timeline's first page in memory (timeline_cache) until a key it
+    was read from is written: the same page again reads nothing from the store, and a
+    fan-out, an update or a delete shows at once. Redis Cluster (shared) keeps none."""
+    s = server.session()
+    a, f = uid("a"), uid("f")
+    follow(s, server, f, a)
+    x = post(s, server, actor=a, verb="post", data={"v": 1})
+    eventually(lambda: timeline(s, server, f) == [x["id"]])
+    kept = server.backend == "rocksdb"
+    if not kept:
+        assert "herald_timeline_cache_hits_total" not in requests.get(f"{server.url}/metrics").text
+    else:
+        hits = metric(server, "herald_timeline_cache_hits_total")
+        ranges = metric(server, 'herald_store_ops_total{op="tlrange"}')
+        assert timeline(s, server, f) == [x["id"]]
+        assert metric(server, "herald_timeline_cache_hits_total") == hits + 1
+        assert metric(server, 'herald_store_ops_total{op="tlrange"}') == ranges, "a kept page reads nothing"
+        assert metric(server, "herald_timeline_cache_pages") >= 1
+        assert metric(server, "herald_timeline_cache_bytes") > 0
+    y = post(s, server, actor=a, verb="post", data={"v": 1})
+    eventually(lambda: timeline(s, server, f) == [y["id"], x["id"]])
+    r = s.put(f"{server.url}{API}/activities/{x['id']}", json={"data": {"v": 2}})
+    assert r.status_code == 200, r.text
+    assert [a["data"] for a in page(s, f"{server.url}{API}/users/{f}/timeline")["activities"]] == [{"v": 1}, {"v": 2}]
+    assert s.delete(f"{server.url}{API}/activities/{y['id']}").status_code == 200
+    assert timeline(s, server, f) == [x["id"]]
+    assert timeline(s, server, f, limit=1) == [x["id"]]
+
+
 def test_metrics_show_fanout_queue(server):
     text = requests.get(f"{server.url}/metrics").text
     for name in ("herald_fanout_queue_depth", "herald_fanout_lag_seconds", "herald_fanout_entries_total",

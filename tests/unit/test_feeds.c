@@ -41,8 +41,14 @@ static void run(const char *kind, env_check check, int64_t threshold, size_t tim
     test_unique(e.ns, sizeof e.ns - 1, "t");
     strcat(e.ns, "/");
     e.graph = hr_graph_new(e.t.store, e.ns);
-    hr_feeds_options o = {.ns = e.ns, .fanout_threshold = threshold, .timeline_ttl_ms = 60LL * 86400000,
-                          .timeline_max = timeline_max};
+    /* First pages kept in memory (feeds_memo.c) where the store allows: so
+     * every check that reads a timeline again after a change checks that
+     * the change reached the kept page. */
+    hr_feeds_options o = {.ns = e.ns,
+                          .fanout_threshold = threshold,
+                          .timeline_ttl_ms = 60LL * 86400000,
+                          .timeline_max = timeline_max,
+                          .page_memo_bytes = 16u << 20};
     e.feeds = hr_feeds_new(e.t.store, e.graph, &o);
     e.fo = (hr_fanout_options){.workers = 0, .lease_ms = 30000, .batch = 10};
     /* Gathered adds (fanout.c "Bulk"), written once 15 are gathered (the
@@ -425,6 +431,136 @@ static void check_big_accounts_merge_at_read(env *e) {
     cr_assert_eq(hr_store_batches_total() - batches, 2, "two round trips for a page");
 }
 BOTH_BACKENDS(check_big_accounts_merge_at_read, run_big)
+
+/* ---- home first pages kept in memory (feeds_memo.c) ---- */
+
+/* The store batches one read of who's first page of `limit` costs; the
+ * page must be want (ids as read_ids gives them). */
+static uint64_t page_batches(env *e, const char *who, size_t limit, const char *want) {
+    uint64_t before = hr_store_batches_total();
+    cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, who, limit), want);
+    return hr_store_batches_total() - before;
+}
+
+static const char *ids2(const hr_activity *x, const hr_activity *y) {
+    static char buf[64];
+    snprintf(buf, sizeof buf, "%s,%s", x->id, y->id);
+    return buf;
+}
+
+/* Kept on RocksDB, read again only after a write of a key the page was read
+ * from: a fan-out, an update, a delete, an unfollow; and past the expiry of
+ * the oldest entry it read. On Redis Cluster (other servers write) every
+ * read reads the store. */
+static void check_first_pages_are_kept_until_what_they_show_changes(env *e) {
+    bool kept = !hr_store_shared(e->t.store);
+    cr_assert_eq(e->feeds->pages != NULL, kept);
+    follow(e, "me", "star");
+    follow(e, "other", "star");
+    drain(e);
+    hr_activity x = post(e, "star", NULL, T0);
+    drain(e);
+    cr_assert_gt(page_batches(e, "me", 10, x.id), 0);
+    cr_assert_eq(page_batches(e, "me", 10, x.id) == 0, kept, "the same page again: kept");
+    cr_assert_gt(page_batches(e, "me", 5, x.id), 0, "another limit is another page");
+    cr_assert_gt(page_batches(e, "other", 10, x.id), 0, "another reader's is another page");
+    hr_feed_req second = {.limit = 10, .before_ms = INT64_MAX, .after_ms = INT64_MIN, .offset = 1};
+    hr_feed_page page;
+    hr_err err = {0};
+    for (int i = 0; i < 2; i++) {
+        uint64_t before = hr_store_batches_total();
+        cr_assert_eq(hr_feeds_read(e->feeds, HR_FEED_TIMELINE, hr_slice_str("me"), &second, e->now, &e->a,
+                                   &page, &err),
+                     HR_OK);
+        cr_assert_gt(hr_store_batches_total() - before, 0, "only first pages are kept");
+    }
+
+    /* A post fanned out. */
+    hr_activity y = post(e, "star", NULL, T0 + 10);
+    cr_assert_eq(page_batches(e, "me", 10, x.id) == 0, kept, "not fanned out yet: unchanged");
+    drain(e);
+    cr_assert_gt(page_batches(e, "me", 10, ids2(&y, &x)), 0, "the fan-out wrote the timeline");
+    cr_assert_eq(page_batches(e, "me", 10, ids2(&y, &x)) == 0, kept);
+
+    /* An update: the page shows the new version at once. */
+    cr_assert_eq(
+        hr_feeds_update(e->feeds, hr_slice_str(x.id), NULL, hr_slice_str("{\"v\":2}"), &e->a, &x, &err),
+        HR_OK, "%s", err.msg);
+    hr_feed_req first = {.limit = 10, .before_ms = INT64_MAX, .after_ms = INT64_MIN};
+    cr_assert_eq(
+        hr_feeds_read(e->feeds, HR_FEED_TIMELINE, hr_slice_str("me"), &first, e->now, &e->a, &page, &err),
+        HR_OK);
+    cr_assert_eq(page.n, 2);
+    cr_assert(hr_slice_eq(page.items[1].data, hr_slice_str("{\"v\":2}")), "the update shows");
+    cr_assert_null(page.next_cursor);
+
+    /* A delete: gone at once, before its job removes the entries. */
+    cr_assert_eq(hr_feeds_delete(e->feeds, hr_slice_str(y.id), e->now, &err), HR_OK, "%s", err.msg);
+    cr_assert_gt(page_batches(e, "me", 10, x.id), 0);
+    drain(e);
+    cr_assert_gt(page_batches(e, "me", 10, x.id), 0, "the job removed the entry");
+    cr_assert_eq(page_batches(e, "me", 10, x.id) == 0, kept);
+
+    /* An unfollow, once its job has removed the entries. */
+    unfollow(e, "me", "star");
+    drain(e);
+    cr_assert_gt(page_batches(e, "me", 10, ""), 0);
+    cr_assert_gt(page_batches(e, "other", 10, x.id), 0);
+    cr_assert_eq(page_batches(e, "other", 10, x.id) == 0, kept, "another reader's page is unchanged");
+
+    /* The oldest entry read expires (timeline_ttl, 60 days after its time). */
+    e->now = T0 + 60LL * 86400000 - 1;
+    cr_assert_eq(page_batches(e, "other", 10, x.id) == 0, kept, "not expired yet");
+    e->now = T0 + 60LL * 86400000;
+    cr_assert_gt(page_batches(e, "other", 10, ""), 0, "expired");
+}
+BOTH_BACKENDS(check_first_pages_are_kept_until_what_they_show_changes, run_default)
+
+/* A page that shows the entry after its last as a next cursor: kept, and
+ * the cursor goes when that entry expires (it is read, one past the page). */
+static void check_a_kept_page_knows_its_next_page(env *e) {
+    follow(e, "me", "star");
+    drain(e);
+    hr_activity x = post(e, "star", NULL, T0);
+    hr_activity y = post(e, "star", NULL, T0 + 10);
+    drain(e);
+    hr_feed_req one = {.limit = 1, .before_ms = INT64_MAX, .after_ms = INT64_MIN};
+    hr_feed_page page;
+    hr_err err = {0};
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(
+            hr_feeds_read(e->feeds, HR_FEED_TIMELINE, hr_slice_str("me"), &one, e->now, &e->a, &page, &err),
+            HR_OK);
+        cr_assert_eq(page.n, 1);
+        cr_assert_str_eq(page.items[0].id, y.id);
+        cr_assert_not_null(page.next_cursor, "x is next");
+    }
+    e->now = T0 + 60LL * 86400000 + 5; /* x expired, y not */
+    cr_assert_eq(
+        hr_feeds_read(e->feeds, HR_FEED_TIMELINE, hr_slice_str("me"), &one, e->now, &e->a, &page, &err),
+        HR_OK);
+    cr_assert_eq(page.n, 1);
+    cr_assert_str_eq(page.items[0].id, y.id);
+    cr_assert_null(page.next_cursor, "x expired: no next page");
+    (void)x;
+}
+BOTH_BACKENDS(check_a_kept_page_knows_its_next_page, run_default)
+
+/* A big account's post is merged at read time, with no fan-out: the kept
+ * page of its follower changes at once. */
+static void check_a_big_accounts_post_reaches_kept_pages(env *e) {
+    follow(e, "f1", "star");
+    follow(e, "f2", "star");
+    follow(e, "f3", "star");
+    drain(e);
+    hr_activity x1 = post(e, "star", NULL, T0); /* 3 followers > 2: star becomes big */
+    drain(e);
+    cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "f1", 10), x1.id);
+    cr_assert_eq(page_batches(e, "f1", 10, x1.id) == 0, !hr_store_shared(e->t.store));
+    hr_activity x2 = post(e, "star", NULL, T0 + 5);
+    cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "f1", 10), ids2(&x2, &x1), "at once, no drain");
+}
+BOTH_BACKENDS(check_a_big_accounts_post_reaches_kept_pages, run_big)
 
 static size_t count_feed(env *e, hr_feed_kind kind, const char *who);
 

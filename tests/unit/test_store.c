@@ -2138,3 +2138,60 @@ STORE_TEST(queue_ops_run_with_the_rest_of_a_batch) {
     assert_value(ONE(s, hr_get(B, K("before"))), "v", 1);
     hr_batch_free(b);
 }
+
+/* Write stamps (store.h): a stamp stops holding when its key is written
+ * (by any kind of write, in a batch or in bulk), not when it is read or
+ * another key is written. Shared stores (Redis Cluster) have none. */
+STORE_TEST(write_stamps_follow_writes_of_their_key) {
+    bool shared = hr_store_shared(s);
+    cr_assert_eq(hr_store_stamps_on(s), !shared);
+    cr_assert_eq(hr_store_stamps(s), !shared);
+    if (shared) return;
+    hr_slice key = K("stamped"), other = K("other");
+    for (int i = 0; hr_store_stamp(s, other).slot == hr_store_stamp(s, key).slot; i++)
+        other = Mf("other-%ld", i); /* a key that shares no counter with it */
+    hr_stamp st = hr_store_stamp(s, key);
+    cr_assert(hr_store_stamp_holds(s, st));
+    ONE(s, hr_get(B, key));
+    ONE(s, hr_tlrange(B, key, &(hr_tlrange_spec){.limit = 10}));
+    ONE(s, hr_put(B, other, M("v"), 0));
+    cr_assert(hr_store_stamp_holds(s, st), "a read, or another key's write, leaves it");
+    hr_stamp of_other = hr_store_stamp(s, other);
+    ONE(s, hr_put(B, key, M("v"), 0));
+    cr_assert_not(hr_store_stamp_holds(s, st), "a put");
+    cr_assert(hr_store_stamp_holds(s, of_other));
+
+    /* Every kind of write. */
+    const char *kinds[] = {"del", "tladd", "tlrem", "zadd", "incr", "pset_add", "expire"};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        st = hr_store_stamp(s, key);
+        hr_batch_reset(B);
+        switch (i) {
+        case 0: hr_del(B, key); break;
+        case 1: hr_tladd(B, key, 1000, M("m"), 0); break;
+        case 2: hr_tlrem(B, key, 1000, M("m")); break;
+        case 3: hr_zadd(B, key, 1, M("m")); break;
+        case 4: hr_incr(B, key, 1); break;
+        case 5: hr_pset_add(B, key, 7, 0); break;
+        default: hr_expire(B, key, 0); break;
+        }
+        exec(s, B);
+        cr_assert_not(hr_store_stamp_holds(s, st), "%s", kinds[i]);
+    }
+
+    /* Bulk time-list adds, as a file and as batches. */
+    for (size_t min = 1; min <= 1000000; min *= 1000000) {
+        store_opts.tl_file_min = min;
+        s = fx_reopen();
+        cr_assert(hr_store_stamps_on(s));
+        st = hr_store_stamp(s, key);
+        of_other = hr_store_stamp(s, other);
+        hr_tlbulk *w = hr_tlbulk_new(s);
+        cr_assert_eq(hr_tlbulk_add(w, key, 2000, M("m"), 0), HR_OK);
+        hr_err err = {0};
+        cr_assert_eq(hr_tlbulk_write(w, &err), HR_OK, "%s", err.msg);
+        hr_tlbulk_free(w);
+        cr_assert_not(hr_store_stamp_holds(s, st), "a bulk add (tl_file_min %zu)", min);
+        cr_assert(hr_store_stamp_holds(s, of_other));
+    }
+}
