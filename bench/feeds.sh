@@ -13,9 +13,12 @@
 #      the cluster's memory does not push RocksDB's files out of the page cache.
 #   3. nginx answering a constant (the HTTP ceiling), just before the page
 #   4. herald on that dataset: home timeline page of 20 for random users,
-#      wrk at 64 connections (req/s, p50, p99, ratio to nginx)
+#      wrk at 64 connections (req/s, p50, p99, ratio to nginx): first as
+#      readers first read their pages, then, on RocksDB, once every reader has
+#      read theirs (bench/timeline_every.lua): the pages herald keeps in memory
+#      (timeline_cache), with the share of pages answered from memory
 #   5. the page's cost in store round trips and operations (from /metrics
-#      over 2,000 pages)
+#      over 2,000 pages read from the store: measured first, before 4)
 #   6. create-to-visible delay for a 450-follower actor, p50 / p99, measured
 #      while wrk keeps reading timelines (bench/feeds_probe.py)
 #
@@ -124,6 +127,11 @@ measure() {
     stop_pid "$NGINX_PID"
     start_herald "feeds-$name" "$store" "$@"
     export BENCH_USERS=$users
+    # The page's cost first, while no reader has read a page: it is the cost of
+    # a page read from the store (where herald keeps pages, a kept one costs none).
+    COMMANDS+=("$PY bench/feeds_probe.py cost $HERALD_URL $users 2000")
+    COST[$name]=$("$PY" bench/feeds_probe.py cost "$HERALD_URL" "$users" 2000)
+    log "page cost ($name): ${COST[$name]}"
     # First, readers whose first pages were never read (herald reads the store).
     c0=$(cache_counts)
     run_wrk "herald timeline page ($name)" "$CONNS" bench/timeline.lua "$HERALD_URL"
@@ -139,9 +147,6 @@ measure() {
         KEPT[$name]+="; after every reader read theirs once: $(hit_share "$c0" "$c1")"
     fi
     log "kept pages ($name): ${KEPT[$name]}"
-    COMMANDS+=("$PY bench/feeds_probe.py cost $HERALD_URL $users 2000")
-    COST[$name]=$("$PY" bench/feeds_probe.py cost "$HERALD_URL" "$users" 2000)
-    log "page cost ($name): ${COST[$name]}"
     # The probe runs while wrk reads timelines at 64 connections.
     wrk -t"$WRK_THREADS" -c"$CONNS" -d"$(( PROBES / 5 + 30 ))s" -s bench/timeline.lua "$HERALD_URL" >"$TMP/wrk-bg.txt" 2>&1 &
     local wrk_bg=$!

@@ -442,6 +442,17 @@ static uint64_t page_batches(env *e, const char *who, size_t limit, const char *
     return hr_store_batches_total() - before;
 }
 
+/* who's home timeline page for req (its first page of limit, offset
+ * `offset`), read at e->now. */
+static hr_feed_page timeline_page(env *e, const char *who, size_t limit, size_t offset) {
+    hr_feed_req req = {.limit = limit, .offset = offset, .before_ms = INT64_MAX, .after_ms = INT64_MIN};
+    hr_feed_page page;
+    hr_err err = {0};
+    cr_assert_eq(hr_feeds_read(e->feeds, HR_FEED_TIMELINE, hr_slice_str(who), &req, e->now, &e->a, &page, &err),
+                 HR_OK, "%s", err.msg);
+    return page;
+}
+
 static const char *ids2(const hr_activity *x, const hr_activity *y) {
     static char buf[64];
     snprintf(buf, sizeof buf, "%s,%s", x->id, y->id);
@@ -464,14 +475,9 @@ static void check_first_pages_are_kept_until_what_they_show_changes(env *e) {
     cr_assert_eq(page_batches(e, "me", 10, x.id) == 0, kept, "the same page again: kept");
     cr_assert_gt(page_batches(e, "me", 5, x.id), 0, "another limit is another page");
     cr_assert_gt(page_batches(e, "other", 10, x.id), 0, "another reader's is another page");
-    hr_feed_req second = {.limit = 10, .before_ms = INT64_MAX, .after_ms = INT64_MIN, .offset = 1};
-    hr_feed_page page;
-    hr_err err = {0};
     for (int i = 0; i < 2; i++) {
         uint64_t before = hr_store_batches_total();
-        cr_assert_eq(hr_feeds_read(e->feeds, HR_FEED_TIMELINE, hr_slice_str("me"), &second, e->now, &e->a,
-                                   &page, &err),
-                     HR_OK);
+        timeline_page(e, "me", 10, 1);
         cr_assert_gt(hr_store_batches_total() - before, 0, "only first pages are kept");
     }
 
@@ -483,13 +489,11 @@ static void check_first_pages_are_kept_until_what_they_show_changes(env *e) {
     cr_assert_eq(page_batches(e, "me", 10, ids2(&y, &x)) == 0, kept);
 
     /* An update: the page shows the new version at once. */
+    hr_err err = {0};
     cr_assert_eq(
         hr_feeds_update(e->feeds, hr_slice_str(x.id), NULL, hr_slice_str("{\"v\":2}"), &e->a, &x, &err),
         HR_OK, "%s", err.msg);
-    hr_feed_req first = {.limit = 10, .before_ms = INT64_MAX, .after_ms = INT64_MIN};
-    cr_assert_eq(
-        hr_feeds_read(e->feeds, HR_FEED_TIMELINE, hr_slice_str("me"), &first, e->now, &e->a, &page, &err),
-        HR_OK);
+    hr_feed_page page = timeline_page(e, "me", 10, 0);
     cr_assert_eq(page.n, 2);
     cr_assert(hr_slice_eq(page.items[1].data, hr_slice_str("{\"v\":2}")), "the update shows");
     cr_assert_null(page.next_cursor);
@@ -524,21 +528,15 @@ static void check_a_kept_page_knows_its_next_page(env *e) {
     hr_activity x = post(e, "star", NULL, T0);
     hr_activity y = post(e, "star", NULL, T0 + 10);
     drain(e);
-    hr_feed_req one = {.limit = 1, .before_ms = INT64_MAX, .after_ms = INT64_MIN};
     hr_feed_page page;
-    hr_err err = {0};
     for (int i = 0; i < 2; i++) {
-        cr_assert_eq(
-            hr_feeds_read(e->feeds, HR_FEED_TIMELINE, hr_slice_str("me"), &one, e->now, &e->a, &page, &err),
-            HR_OK);
+        page = timeline_page(e, "me", 1, 0);
         cr_assert_eq(page.n, 1);
         cr_assert_str_eq(page.items[0].id, y.id);
         cr_assert_not_null(page.next_cursor, "x is next");
     }
     e->now = T0 + 60LL * 86400000 + 5; /* x expired, y not */
-    cr_assert_eq(
-        hr_feeds_read(e->feeds, HR_FEED_TIMELINE, hr_slice_str("me"), &one, e->now, &e->a, &page, &err),
-        HR_OK);
+    page = timeline_page(e, "me", 1, 0);
     cr_assert_eq(page.n, 1);
     cr_assert_str_eq(page.items[0].id, y.id);
     cr_assert_null(page.next_cursor, "x expired: no next page");
