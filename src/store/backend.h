@@ -79,9 +79,9 @@ int hr_tlbulk_write_batches(hr_tlbulk *w, size_t from, size_t to, hr_err *err);
 
 struct hr_store {
     const hr_store_backend *backend;
-    /* Write stamps (store.h): NULL while off; set once, before other
-     * threads use the store. */
-    _Atomic uint64_t *write_counts;
+    /* Write stamps (store.h): NULL while off; set once (other threads may
+     * be running batches then: they count from the next one on). */
+    _Atomic(_Atomic uint64_t *) write_counts;
 };
 
 extern const hr_store_backend hr_rocks_backend;

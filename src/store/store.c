@@ -30,7 +30,7 @@ int hr_store_open(const char *uri, const hr_store_options *opts, hr_store **out,
 
 void hr_store_close(hr_store *s) {
     if (s == NULL) return;
-    free((void *)s->write_counts);
+    free((void *)atomic_load(&s->write_counts));
     s->backend->close(s);
 }
 
@@ -130,43 +130,51 @@ static uint32_t stamp_slot(hr_slice key) {
     return (uint32_t)(XXH3_64bits(key.ptr, key.len) & (STAMP_SLOTS - 1));
 }
 
-static void count_write(hr_store *s, hr_slice key) {
-    atomic_fetch_add_explicit(&s->write_counts[stamp_slot(key)], 1, memory_order_release);
+static _Atomic uint64_t *counts_of(const hr_store *s) {
+    return atomic_load_explicit(&((hr_store *)s)->write_counts, memory_order_acquire);
+}
+
+static void count_write(_Atomic uint64_t *counts, hr_slice key) {
+    atomic_fetch_add_explicit(&counts[stamp_slot(key)], 1, memory_order_release);
 }
 
 /* After the batch ran, failed or not (a failed batch may have applied some
  * of its writes): every key it may have written. */
-static void count_batch_writes(hr_store *s, const hr_batch *b) {
+static void count_batch_writes(_Atomic uint64_t *counts, const hr_batch *b) {
     for (size_t i = 0; i < b->len; i++) {
         const hr_op *op = &b->ops[i];
         if (!hr_op_is_write(op->type)) continue;
-        count_write(s, op->key);
+        count_write(counts, op->key);
         if (op->type == HR_OP_ZINCR_WITH) {
-            count_write(s, op->value); /* also_key */
-            if (op->note_key.len) count_write(s, op->note_key);
+            count_write(counts, op->value); /* also_key */
+            if (op->note_key.len) count_write(counts, op->note_key);
         }
     }
 }
 
 bool hr_store_stamps_on(hr_store *s) {
     if (s->backend->shared) return false;
-    if (s->write_counts == NULL) s->write_counts = hr_xcalloc(STAMP_SLOTS, sizeof *s->write_counts);
+    if (counts_of(s) == NULL) {
+        _Atomic uint64_t *none = NULL, *counts = hr_xcalloc(STAMP_SLOTS, sizeof *counts);
+        if (!atomic_compare_exchange_strong_explicit(&s->write_counts, &none, counts, memory_order_acq_rel,
+                                                     memory_order_acquire))
+            free((void *)counts); /* another thread turned them on first */
+    }
     return true;
 }
 
 bool hr_store_stamps(const hr_store *s) {
-    return s->write_counts != NULL;
+    return counts_of(s) != NULL;
 }
 
 hr_stamp hr_store_stamp(const hr_store *s, hr_slice key) {
     uint32_t slot = stamp_slot(key);
-    return (hr_stamp){.slot = slot,
-                      .count = atomic_load_explicit(&s->write_counts[slot], memory_order_acquire)};
+    return (hr_stamp){.slot = slot, .count = atomic_load_explicit(&counts_of(s)[slot], memory_order_acquire)};
 }
 
 bool hr_store_stamp_holds(const hr_store *s, hr_stamp st) {
     return st.slot < STAMP_SLOTS &&
-           atomic_load_explicit(&s->write_counts[st.slot], memory_order_acquire) == st.count;
+           atomic_load_explicit(&counts_of(s)[st.slot], memory_order_acquire) == st.count;
 }
 
 /* Batches ------------------------------------------------------------------ */
@@ -182,7 +190,8 @@ int hr_store_exec(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
     if (b->len == 0) return HR_OK;
     int rc = s->backend->exec(s, b, flags, err);
     if (rc != HR_OK) atomic_fetch_add_explicit(&batch_errors_total, 1, memory_order_relaxed);
-    if (s->write_counts) count_batch_writes(s, b);
+    _Atomic uint64_t *counts = counts_of(s);
+    if (counts) count_batch_writes(counts, b);
     return rc;
 }
 
@@ -278,10 +287,11 @@ int hr_tlbulk_write(hr_tlbulk *w, hr_err *err) {
         rc = w->s->backend->tlbulk_write(w->s, w, err);
     else if (w->n > 0)
         rc = hr_tlbulk_write_batches(w, 0, w->n, err);
-    if (w->s->write_counts) /* after the write, applied or not, as for a batch */
+    _Atomic uint64_t *counts = counts_of(w->s);
+    if (counts) /* after the write, applied or not, as for a batch */
         for (size_t i = 0; i < w->n; i++)
             if (i == 0 || !hr_slice_eq(hr_tlbulk_list(w, &w->e[i]), hr_tlbulk_list(w, &w->e[i - 1])))
-                count_write(w->s, hr_tlbulk_list(w, &w->e[i]));
+                count_write(counts, hr_tlbulk_list(w, &w->e[i]));
     w->n = 0;
     hr_buf_clear(&w->bytes);
     return rc;
