@@ -17,7 +17,13 @@
  * in two parts, the ops whose key contains `first` and then the others,
  * with between(arg) in the middle (another server's writes, on inner): on
  * Redis Cluster a pipeline's commands for different nodes arrive in any
- * order, and another server's can come in between. */
+ * order, and another server's can come in between.
+ *
+ * Writes through a wrapper reach inner past inner's hr_store_exec, so
+ * inner's write stamps (store.h) do not count them, as they would not count
+ * another server's: a home page kept by feeds over inner (core/feeds_memo.c)
+ * is not told of them. A test that reads such a page after writing through a
+ * wrapper reads it first after a write through inner that changes it. */
 #ifndef HR_TEST_FAULT_STORE_H
 #define HR_TEST_FAULT_STORE_H
 

@@ -2148,8 +2148,11 @@ STORE_TEST(write_stamps_follow_writes_of_their_key) {
     cr_assert_eq(hr_store_stamps(s), !shared);
     if (shared) return;
     hr_slice key = K("stamped"), other = K("other");
-    for (int i = 0; hr_store_stamp(s, other).slot == hr_store_stamp(s, key).slot; i++)
-        other = Mf("other-%ld", i); /* a key that shares no counter with it */
+    for (int i = 0; hr_store_stamp(s, other).slot == hr_store_stamp(s, key).slot; i++) {
+        char name[32]; /* a key that shares no counter with it */
+        snprintf(name, sizeof name, "other-%d", i);
+        other = K(name);
+    }
     hr_stamp st = hr_store_stamp(s, key);
     cr_assert(hr_store_stamp_holds(s, st));
     ONE(s, hr_get(B, key));
