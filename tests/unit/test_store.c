@@ -1123,6 +1123,84 @@ STORE_TEST(zset_ranking_under_moves) {
     hr_batch_free(b);
 }
 
+/* Members of ranking_ties: many share their first 8 bytes, some end
+ * within them, and scores tie (rocks_zmem.c orders by the score and the
+ * first 8 bytes before it reads a member's node). */
+enum { TIE_MEMBERS = 603 };
+static char tie_name[TIE_MEMBERS][24];
+static double tie_score[TIE_MEMBERS];
+
+static int tie_cmp(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    if (tie_score[x] != tie_score[y]) return tie_score[x] < tie_score[y] ? -1 : 1;
+    return hr_slice_cmp(hr_slice_str(tie_name[x]), hr_slice_str(tie_name[y]));
+}
+
+STORE_TEST(zset_ranking_ties_on_shared_prefixes) {
+    /* Members "prefix__000".."prefix__299" (the same first 8 bytes),
+     * "prefix_0".."prefix_299" (8 and 9 bytes: "prefix_1" is the head of
+     * "prefix_10"), and "prefix_", "prefix__" and "p", which end inside
+     * the others' first 8 bytes; scores 0..2, then 3000 moves of +-1. The
+     * order, read by cursor pages of 37 both ways, matches a model. */
+    hr_slice z = K("ties");
+    int n = 0;
+    for (int i = 0; i < 300; i++)
+        snprintf(tie_name[n++], sizeof tie_name[0], "prefix__%03d", i % 1000);
+    for (int i = 0; i < 300; i++)
+        snprintf(tie_name[n++], sizeof tie_name[0], "prefix_%d", i);
+    snprintf(tie_name[n++], sizeof tie_name[0], "prefix_");
+    snprintf(tie_name[n++], sizeof tie_name[0], "prefix__");
+    snprintf(tie_name[n++], sizeof tie_name[0], "p");
+    cr_assert_eq(n, TIE_MEMBERS);
+    hr_batch *b = hr_batch_new();
+    for (int i = 0; i < n; i++) {
+        tie_score[i] = (double)(i % 3);
+        hr_zadd(b, z, tie_score[i], M(tie_name[i]));
+    }
+    exec(s, b);
+    unsigned r = 777;
+    for (int round = 0; round < 30; round++) {
+        hr_batch_reset(b);
+        for (int j = 0; j < 100; j++) {
+            r = r * 1103515245u + 12345u;
+            int k = (int)((r >> 8) % (unsigned)n);
+            double d = (r & 1) ? 1 : -1;
+            tie_score[k] += d;
+            hr_zincr(b, z, d, M(tie_name[k]));
+        }
+        exec(s, b);
+    }
+    hr_batch_free(b);
+
+    int order[TIE_MEMBERS];
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    qsort(order, (size_t)n, sizeof order[0], tie_cmp);
+    for (int reverse = 0; reverse < 2; reverse++) {
+        hr_zrange_spec sp = hr_zrange_all(reverse, 37);
+        int seen = 0;
+        char lm[24];
+        for (;;) {
+            const hr_result *res = ONE(s, hr_zrange(B, z, &sp));
+            assert_rc(res, HR_OK);
+            for (size_t i = 0; i < res->n_entries; i++, seen++) {
+                cr_assert(seen < n, "more members than %d", n);
+                int k = order[reverse ? n - 1 - seen : seen];
+                cr_assert(hr_slice_eq(res->entries[i].member, hr_slice_str(tie_name[k])) &&
+                              res->entries[i].score == tie_score[k],
+                          "%s entry %d: %.*s %g, expected %s %g", reverse ? "reverse" : "forward", seen,
+                          (int)res->entries[i].member.len, res->entries[i].member.ptr, res->entries[i].score,
+                          tie_name[k], tie_score[k]);
+            }
+            if (!res->more) break;
+            const hr_zentry *last = &res->entries[res->n_entries - 1];
+            snprintf(lm, sizeof lm, "%.*s", (int)last->member.len, last->member.ptr);
+            sp = after(sp, last->score, lm);
+        }
+        cr_assert_eq(seen, n, "%s: %d members, expected %d", reverse ? "reverse" : "forward", seen, n);
+    }
+}
+
 STORE_TEST(zset_range_size_hint) {
     /* max_size is a hint: a set of at most that many reads as without it;
      * a bigger one either does too, or answers nothing with more */
