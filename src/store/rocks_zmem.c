@@ -113,15 +113,20 @@ static uint64_t member_head(const char *m, size_t len) {
     return h;
 }
 
-/* The key (k, m) against an item whose key is ik and member that of node. */
-static int key_cmp(zkey k, const char *m, size_t mlen, zkey ik, const znode *node) {
+/* k against ik by score and head: 0 when only the members' bytes can tell. */
+static int key_cmp(zkey k, zkey ik) {
     if (k.enc != ik.enc) return k.enc < ik.enc ? -1 : 1;
     if (k.head != ik.head) return k.head < ik.head ? -1 : 1;
+    return 0;
+}
+
+static int member_cmp(const char *m, size_t mlen, const znode *node) {
     return hr_slice_cmp(hr_slice_of(m, mlen), hr_slice_of(node->bytes, node->len));
 }
 
 static int item_cmp(zkey k, const char *m, size_t mlen, const zitem *it) {
-    return key_cmp(k, m, mlen, it->key, it->node);
+    int c = key_cmp(k, it->key);
+    return c ? c : member_cmp(m, mlen, it->node);
 }
 
 static znode **slot_of(zmem *z, uint32_t h, const char *m, size_t len) {
@@ -174,7 +179,8 @@ static void seek(const zmem *z, uint64_t enc, const char *m, size_t mlen, bool u
     size_t lo = 0, hi = z->nblocks;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = key_cmp(k, m, mlen, z->firsts[mid], z->blocks[mid]->items[0].node);
+        int c = key_cmp(k, z->firsts[mid]); /* the block itself only on a tie */
+        if (c == 0) c = member_cmp(m, mlen, z->blocks[mid]->items[0].node);
         if (upper ? c >= 0 : c > 0)
             lo = mid + 1;
         else
