@@ -1034,32 +1034,27 @@ static int by_score(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Read the whole set by pages of 97 (cursor paging) in both directions and
- * compare with the model; also a page from the top, and zcard. */
-static void assert_ranking(hr_store *s, hr_slice z, const double *score, const bool *live, int n) {
-    int *order = malloc((size_t)n * sizeof *order), want = 0;
-    for (int i = 0; i < n; i++)
-        if (live[i]) order[want++] = i;
-    sort_scores = score;
-    qsort(order, (size_t)want, sizeof *order, by_score);
-    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, want);
+/* Read the whole set z by cursor pages of `page` in both directions and
+ * compare with a model: its want members in ascending order are
+ * names[order[0..want)], with scores score[order[i]]. */
+typedef char member_name[24];
+static void assert_pages(hr_store *s, hr_slice z, const member_name *names, const double *score,
+                         const int *order, int want, size_t page) {
     for (int reverse = 0; reverse < 2; reverse++) {
-        hr_zrange_spec sp = hr_zrange_all(reverse, 97);
+        hr_zrange_spec sp = hr_zrange_all(reverse, page);
         int seen = 0;
-        char lm[16]; /* the cursor's member: sp points to it */
+        member_name lm; /* the cursor's member: sp points to it */
         for (;;) {
             const hr_result *r = ONE(s, hr_zrange(B, z, &sp));
             assert_rc(r, HR_OK);
             for (size_t i = 0; i < r->n_entries; i++, seen++) {
                 cr_assert(seen < want, "more members than the model's %d", want);
                 int k = order[reverse ? want - 1 - seen : seen];
-                char m[16];
-                snprintf(m, sizeof m, "m%04d", k);
-                cr_assert(hr_slice_eq(r->entries[i].member, hr_slice_str(m)) &&
+                cr_assert(hr_slice_eq(r->entries[i].member, hr_slice_str(names[k])) &&
                               r->entries[i].score == score[k],
                           "%s entry %d: %.*s %g, expected %s %g", reverse ? "reverse" : "forward", seen,
-                          (int)r->entries[i].member.len, r->entries[i].member.ptr, r->entries[i].score, m,
-                          score[k]);
+                          (int)r->entries[i].member.len, r->entries[i].member.ptr, r->entries[i].score,
+                          names[k], score[k]);
             }
             if (!r->more) break;
             const hr_zentry *last = &r->entries[r->n_entries - 1];
@@ -1068,6 +1063,22 @@ static void assert_ranking(hr_store *s, hr_slice z, const double *score, const b
         }
         cr_assert_eq(seen, want, "%s: %d members, expected %d", reverse ? "reverse" : "forward", seen, want);
     }
+}
+
+/* The set of n members m0000.. with scores score[] (those live), read by
+ * pages of 97 both ways against the model, and its zcard. */
+static void assert_ranking(hr_store *s, hr_slice z, const double *score, const bool *live, int n) {
+    int *order = malloc((size_t)n * sizeof *order), want = 0;
+    member_name *names = malloc((size_t)n * sizeof *names);
+    for (int i = 0; i < n; i++) {
+        snprintf(names[i], sizeof names[i], "m%04d", i);
+        if (live[i]) order[want++] = i;
+    }
+    sort_scores = score;
+    qsort(order, (size_t)want, sizeof *order, by_score);
+    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, want);
+    assert_pages(s, z, names, score, order, want, 97);
+    free(names);
     free(order);
 }
 
@@ -1127,7 +1138,7 @@ STORE_TEST(zset_ranking_under_moves) {
  * within them, and scores tie (rocks_zmem.c orders by the score and the
  * first 8 bytes before it reads a member's node). */
 enum { TIE_MEMBERS = 603 };
-static char tie_name[TIE_MEMBERS][24];
+static member_name tie_name[TIE_MEMBERS];
 static double tie_score[TIE_MEMBERS];
 
 static int tie_cmp(const void *a, const void *b) {
@@ -1176,29 +1187,7 @@ STORE_TEST(zset_ranking_ties_on_shared_prefixes) {
     for (int i = 0; i < n; i++)
         order[i] = i;
     qsort(order, (size_t)n, sizeof order[0], tie_cmp);
-    for (int reverse = 0; reverse < 2; reverse++) {
-        hr_zrange_spec sp = hr_zrange_all(reverse, 37);
-        int seen = 0;
-        char lm[24];
-        for (;;) {
-            const hr_result *res = ONE(s, hr_zrange(B, z, &sp));
-            assert_rc(res, HR_OK);
-            for (size_t i = 0; i < res->n_entries; i++, seen++) {
-                cr_assert(seen < n, "more members than %d", n);
-                int k = order[reverse ? n - 1 - seen : seen];
-                cr_assert(hr_slice_eq(res->entries[i].member, hr_slice_str(tie_name[k])) &&
-                              res->entries[i].score == tie_score[k],
-                          "%s entry %d: %.*s %g, expected %s %g", reverse ? "reverse" : "forward", seen,
-                          (int)res->entries[i].member.len, res->entries[i].member.ptr, res->entries[i].score,
-                          tie_name[k], tie_score[k]);
-            }
-            if (!res->more) break;
-            const hr_zentry *last = &res->entries[res->n_entries - 1];
-            snprintf(lm, sizeof lm, "%.*s", (int)last->member.len, last->member.ptr);
-            sp = after(sp, last->score, lm);
-        }
-        cr_assert_eq(seen, n, "%s: %d members, expected %d", reverse ? "reverse" : "forward", seen, n);
-    }
+    assert_pages(s, z, tie_name, tie_score, order, n, 37);
 }
 
 STORE_TEST(zset_range_size_hint) {
