@@ -613,9 +613,9 @@ bool hr_store_tlbulk_pays(const hr_store *s);
  * Only this process's writes are counted. So hr_store_stamps_on refuses (and
  * leaves them off) on a shared store, where other servers write too. Turn
  * them on before taking stamps: a batch already running when they come on
- * may not be counted. Reads are not counted,
- * and neither is what a store drops by itself: expiry (which readers already
- * apply by their own clock) and capped lists past their keep. */
+ * may not be counted. Reads are not counted, and neither is what a store
+ * drops by itself: expiry (which readers already apply by their own clock)
+ * and capped lists past their keep. */
 typedef struct hr_stamp {
     uint32_t slot;
     uint64_t count;
