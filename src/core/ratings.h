@@ -129,14 +129,16 @@
  *                of hot. RocksDB: 7 memtable writes (3 for {rs/S}: member
  *                record and index entry, both into hashed memtables
  *                (store/rocks_ztl.c), and size; 1 for each list; the top
- *                and hot member records) and 2 point reads of the member
- *                record, in 2 batches; was 11 writes, 4 member reads, 3
- *                batches with the lists as sorted sets and hot settled
- *                apart. Redis Cluster: 3 batches: the first also takes
- *                the lease and reads the note, the vote's script writes
- *                the note, and the third writes the subject's record and
- *                gives the lease back (crash consistency, above); 4 when
- *                the note read raced another server's upsert
+ *                and hot member records, appends to a vector memtable as
+ *                the rankings are kept in memory, store/rocks_zmem.c)
+ *                and 2 point reads of the member record, in 2 batches;
+ *                was 11 writes, 4 member reads, 3 batches with the lists
+ *                as sorted sets and hot settled apart. Redis Cluster: 3
+ *                batches: the first also takes the lease and reads the
+ *                note, the vote's script writes the note, and the third
+ *                writes the subject's record and gives the lease back
+ *                (crash consistency, above); 4 when the note read raced
+ *                another server's upsert
  *   get          1
  *   by_subject   1: a range read
  *   by_object    1 (the range read and the story's existence together)

@@ -162,6 +162,8 @@ static unsigned char sub_filter_run(void *state, int level, const char *key, siz
     if (m->version != version) return 1;
     if (f->fac->cf == CF_ZINDEX && m->type == T_ZSET && (m->zflags & ZF_MEM))
         return 1; /* a set whose order moved into memory (rocks_zmem.c) */
+    if (f->fac->cf == CF_SUB && m->type == T_ZSET && (m->zflags & ZF_MEMCF))
+        return 1; /* its member records moved to "memsetmembers" with it */
     if (f->fac->cf == CF_SKETCH && m->type == T_DISTINCT && m->mode == D_SKETCH && rest.len == 9 &&
         rest.ptr[0] == SKETCH_BUCKET && m->width > 0) {
         int64_t bucket = (int64_t)load_u64(rest.ptr + 1);

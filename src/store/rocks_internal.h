@@ -40,6 +40,7 @@ enum {
     CF_TL,     /* "timelists": time-list entries (rocks_tl.c), no metadata */
     CF_QUEUE,  /* "queues": queue jobs (rocks_queue.c), no metadata */
     CF_ZTLM,   /* "timesetmembers": member records of sets of times (rocks_ztl.c) */
+    CF_ZMEMM,  /* "memsetmembers": member records of sets kept in memory (rocks_zmem.c) */
     CF_COUNT_
 };
 
@@ -147,6 +148,11 @@ typedef struct rmeta {
  * line, its order is kept in "timelists" instead of "zindex", and its
  * member records in "timesetmembers" instead of "subkeys" (rocks_ztl.c). */
 #define ZF_TL 4
+/* ZF_MEMCF: with ZF_MEM, the set's member records live in "memsetmembers"
+ * instead of "subkeys" (rocks_zmem.c). Every set that moves into memory
+ * gets it; a set moved by a version before it keeps its records in
+ * "subkeys", read and written there. */
+#define ZF_MEMCF 8
 
 /* A packed set has at most 2^PSET_MAX_BITS chunks (rocks_pset.c). */
 #define PSET_MAX_BITS 16
@@ -516,6 +522,10 @@ int zs_member_in(rx *x, int cf, hr_slice key, uint64_t version, hr_slice member,
 /* The column family of an out-of-line set's member records. */
 static inline int zs_member_cf(const rmeta *m) {
     return m->zflags & ZF_TL ? CF_ZTLM : CF_SUB;
+}
+/* The column family of the member records of a set kept in memory (ZF_MEM). */
+static inline int zm_member_cf(const rmeta *m) {
+    return m->zflags & ZF_MEMCF ? CF_ZMEMM : CF_SUB;
 }
 /* zs_write or ztl_write, as m's layout says: a member of a set on disk
  * (not inline, not in memory). */

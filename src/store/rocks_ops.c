@@ -284,17 +284,18 @@ bool zs_collect(void *ctx, uint64_t enc, hr_slice member) {
 
 /* Sorted sets kept in memory (rocks_zmem.c) ------------------------------------
  *
- * Their member records are read and written as any set's (the batch's view
- * sees its own writes), but never the "zindex" column family: the order is
- * the in-memory one, plus the changes this batch staged (zmem_stage), which
- * zmem_commit applies after the commit. */
+ * Their member records are written as any set's, in the column family
+ * zm_member_cf names (the batch's view sees its own writes), but never the
+ * "zindex" column family: the order is the in-memory one, plus the changes
+ * this batch staged (zmem_stage), which zmem_commit applies after the
+ * commit. */
 
 /* The member's score: this batch's own change to it, else the set's. */
 static int zm_member(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool *found, uint64_t *enc) {
     hr_buf k = HR_BUF_INIT;
     member_key(&k, key, m->version, member);
     hr_slice v;
-    bool known = rx_known(x, CF_SUB, hr_buf_slice(&k), &v, found);
+    bool known = rx_known(x, zm_member_cf(m), hr_buf_slice(&k), &v, found);
     hr_buf_free(&k);
     if (known) {
         if (*found && v.len != 8) return hr_err_set(x->err, HR_EIO, "rocksdb: corrupt member record");
@@ -320,9 +321,9 @@ static int zm_change(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool 
     unsigned char v[8];
     hr_store_u64be(v, enc);
     if (removed)
-        rx_del(x, CF_SUB, hr_buf_slice(&k));
+        rx_del(x, zm_member_cf(m), hr_buf_slice(&k));
     else
-        rx_put(x, CF_SUB, hr_buf_slice(&k), hr_slice_of((const char *)v, 8));
+        rx_put(x, zm_member_cf(m), hr_buf_slice(&k), hr_slice_of((const char *)v, 8));
     hr_buf_free(&k);
     zmem_stage(x, e, member, removed, enc);
     return 0;
@@ -340,6 +341,7 @@ typedef struct zmwalk {
     rx *x;
     hr_slice key;
     uint64_t version;
+    int cf; /* of the member records (zm_member_cf) */
     bool reverse;
     uint64_t emin, emax;
     const hr_slice *after;
@@ -381,7 +383,7 @@ static bool zm_staged(zmwalk *w, hr_slice member) {
     member_key(&w->k, w->key, w->version, member);
     hr_slice v;
     bool found;
-    return rx_known(w->x, CF_SUB, hr_buf_slice(&w->k), &v, &found);
+    return rx_known(w->x, w->cf, hr_buf_slice(&w->k), &v, &found);
 }
 
 static bool zm_visit(void *ctx, uint64_t enc, hr_slice member) {
@@ -408,6 +410,7 @@ static int zm_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min
     zmwalk w = {.x = x,
                 .key = key,
                 .version = m->version,
+                .cf = zm_member_cf(m),
                 .reverse = reverse,
                 .emin = score_encode(min),
                 .emax = score_encode(max),
@@ -427,7 +430,7 @@ static int zm_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min
             dup = hr_slice_eq(w.ov[j].member, member);
         hr_slice v;
         bool found;
-        if (dup || !zm_staged(&w, member) || !rx_known(x, CF_SUB, hr_buf_slice(&w.k), &v, &found) || !found ||
+        if (dup || !zm_staged(&w, member) || !rx_known(x, w.cf, hr_buf_slice(&w.k), &v, &found) || !found ||
             v.len != 8)
             continue;
         if (w.ov == NULL) w.ov = hr_arena_alloc(&x->mem, x->nzst * sizeof *w.ov);
@@ -560,7 +563,7 @@ static int zset_write_score(rx *x, hr_op *op, bool increment) {
         m.type = T_ZSET;
         m.version = rx_new_version(x);
         /* rocks_zinline.c: small sets start inline; rocks_ztl.c: sets of times */
-        m.zflags = zmem_all(x) ? ZF_MEM : op->time_set ? ZF_INLINE | ZF_TL : ZF_INLINE;
+        m.zflags = zmem_all(x) ? ZF_MEM | ZF_MEMCF : op->time_set ? ZF_INLINE | ZF_TL : ZF_INLINE;
     }
     if (m.size > 0 && (rc = zget(x, op->key, &m, op->member, &found, &old))) return rc;
     double score = op->score;

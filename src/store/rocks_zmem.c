@@ -12,13 +12,22 @@
  * need it.
  *
  * WHAT. A set is "in memory" when its metadata carries ZF_MEM. Its member
- * records (subkeys: prefix | member -> score) stay on disk and are written as
- * before, in the batch's WriteBatch, so durability and the metadata (size,
- * expiry, version) are unchanged; its index lives here instead of in the
- * "zindex" column family, which gets no more writes for it (the compaction
- * filter drops the index keys it had). At open nothing is loaded: the first
- * op that needs a set's order builds it from the member records (one scan,
+ * records (prefix | member -> score) stay on disk and are written in the
+ * batch's WriteBatch, so durability and the metadata (size, expiry,
+ * version) are unchanged; its index lives here instead of in the "zindex"
+ * column family, which gets no more writes for it (the compaction filter
+ * drops the index keys it had). At open nothing is loaded: the first op
+ * that needs a set's order builds it from the member records (one scan,
  * one sort; about 0.3 s per million members) and keeps it until close.
+ *
+ * WHERE ITS MEMBER RECORDS GO. Moving into memory copies them from
+ * "subkeys" to "memsetmembers" in the write that marks the metadata
+ * (ZF_MEMCF; mark_in_memory), and the sub-key compaction filter drops the
+ * originals. That column family's memtable is a vector (rocks.c): only
+ * builds read it, so a ranking's write per vote is an append instead of a
+ * skiplist insert, measured to be a fifth of a rating upsert's CPU at full
+ * scale (BENCHMARKS.md). A set moved by an older version, without
+ * ZF_MEMCF, keeps its records in "subkeys" (zm_member_cf).
  *
  * WHICH SETS. A set moves into memory (once; never back) when, since the
  * store opened, its members have changed score at least as many times as it
@@ -373,6 +382,7 @@ struct zent {
     char *key;
     size_t klen;
     uint64_t version;
+    int cf;                /* of its member records (zm_member_cf), which build reads */
     int state;             /* Z_*, under the registry's mutex */
     _Atomic int refs;      /* the registry's (while linked) + each holder's */
     pthread_rwlock_t lock; /* over z */
@@ -477,13 +487,14 @@ static void unlink_ent(zreg *r, zent **link) {
 }
 
 /* A new entry for (key, version), linked, with a reference for the caller. */
-static zent *link_new(zreg *r, hr_slice key, uint64_t version, int state) {
+static zent *link_new(zreg *r, hr_slice key, uint64_t version, int cf, int state) {
     if ((r->n + 1) > r->cap) reg_grow(r);
     zent *e = hr_xcalloc(1, sizeof *e);
     e->key = hr_xmalloc(key.len ? key.len : 1);
     memcpy(e->key, key.ptr, key.len);
     e->klen = key.len;
     e->version = version;
+    e->cf = cf;
     e->state = state;
     atomic_init(&e->refs, 2);
     pthread_rwlock_init(&e->lock, NULL);
@@ -505,7 +516,7 @@ static int build(rx *x, zent *e) {
     rocksdb_readoptions_set_iterate_lower_bound(ro, lo.data, lo.len);
     rocksdb_readoptions_set_iterate_upper_bound(ro, hi.data, hi.len);
     rocksdb_readoptions_set_fill_cache(ro, 0);
-    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(x->s->db, ro, x->s->cf[CF_SUB]);
+    rocksdb_iterator_t *it = rocksdb_create_iterator_cf(x->s->db, ro, x->s->cf[e->cf]);
     size_t n = 0, cap = 1024;
     zitem *items = hr_xmalloc(cap * sizeof *items);
     int rc = 0;
@@ -602,7 +613,7 @@ int zmem_acquire(rx *x, hr_slice key, const rmeta *m, bool fresh, zent **out) {
         if (e) unlink_ent(r, link); /* a version of the key that no longer exists */
         break;
     }
-    zent *e = link_new(r, key, m->version, fresh ? Z_READY : Z_BUILDING);
+    zent *e = link_new(r, key, m->version, zm_member_cf(m), fresh ? Z_READY : Z_BUILDING);
     pthread_mutex_unlock(&r->mu);
     hold(x, e, fresh);
     if (fresh) {
@@ -735,6 +746,40 @@ static uint64_t count_moves(zreg *r, hr_slice key, uint64_t moves) {
     return r->moves[j].moves;
 }
 
+/* Mark e's set (metadata m) in memory: m with ZF_MEM | ZF_MEMCF, and a copy
+ * of its member records in "memsetmembers", in one write. Those in
+ * "subkeys" are garbage then; the sub-key compaction filter drops them. */
+static int mark_in_memory(rx *x, zent *e, rmeta *m) {
+    hr_slice key = hr_slice_of(e->key, e->klen);
+    rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+    hr_buf k = HR_BUF_INIT, meta = HR_BUF_INIT;
+    for (size_t b = 0; b < e->z.nblocks; b++)
+        for (uint32_t i = 0; i < e->z.blocks[b]->n; i++) {
+            const znode *node = e->z.blocks[b]->items[i].node;
+            hr_buf_clear(&k);
+            key_prefix(&k, key, e->version);
+            hr_buf_append(&k, node->bytes, node->len);
+            unsigned char v[8];
+            hr_store_u64be(v, node->enc);
+            rocksdb_writebatch_put_cf(wb, x->s->cf[CF_ZMEMM], k.data, k.len, (const char *)v, sizeof v);
+        }
+    m->zflags |= ZF_MEM | ZF_MEMCF;
+    meta_encode(m, &meta);
+    rocksdb_writebatch_put_cf(wb, x->s->cf[CF_META], key.ptr, key.len, meta.data, meta.len);
+    char *errptr = NULL;
+    rcache_write_begin(x->s->meta_cache, key);
+    rocksdb_write(x->s->db, x->s->wopts, wb, &errptr);
+    rcache_write_end(x->s->meta_cache, key, errptr == NULL, true, hr_buf_slice(&meta),
+                     rocksdb_get_latest_sequence_number(x->s->db));
+    rocksdb_writebatch_destroy(wb);
+    hr_buf_free(&k);
+    hr_buf_free(&meta);
+    if (errptr == NULL) return 0;
+    hr_warn("rocksdb: could not mark a sorted set in memory: %s", errptr);
+    rocksdb_free(errptr);
+    return HR_EIO;
+}
+
 /* Move (key, version) into memory: build it from its member records (the
  * batch holds the key's stripe lock, and has just committed), then mark its
  * metadata. Failures leave it on disk, as it was. */
@@ -749,26 +794,11 @@ static void promote(rx *x, const zmoves *v, uint64_t moves) {
     pthread_mutex_lock(&r->mu);
     zent **link = find_link(r, v->key);
     if (*link) unlink_ent(r, link); /* an older version's */
-    zent *e = link_new(r, v->key, m.version, Z_BUILDING);
+    zent *e = link_new(r, v->key, m.version, CF_SUB, Z_BUILDING);
     pthread_mutex_unlock(&r->mu);
     int rc = build(x, e);
-    if (rc == 0) {
-        m.zflags |= ZF_MEM;
-        hr_buf buf = HR_BUF_INIT;
-        meta_encode(&m, &buf);
-        char *errptr = NULL;
-        rcache_write_begin(x->s->meta_cache, v->key);
-        rocksdb_put_cf(x->s->db, x->s->wopts, x->s->cf[CF_META], v->key.ptr, v->key.len, buf.data, buf.len,
-                       &errptr);
-        rcache_write_end(x->s->meta_cache, v->key, errptr == NULL, true, hr_buf_slice(&buf),
-                         rocksdb_get_latest_sequence_number(x->s->db));
-        hr_buf_free(&buf);
-        if (errptr) {
-            hr_warn("rocksdb: could not mark a sorted set in memory: %s", errptr);
-            rocksdb_free(errptr);
-            rc = HR_EIO;
-        }
-    }
+    if (rc == 0) rc = mark_in_memory(x, e, &m);
+    if (rc == 0) e->cf = CF_ZMEMM; /* before anyone else sees it */
     pthread_mutex_lock(&r->mu);
     link = find_link(r, v->key);
     if (rc == 0) {
@@ -782,6 +812,29 @@ static void promote(rx *x, const zmoves *v, uint64_t moves) {
     pthread_cond_broadcast(&r->built);
     pthread_mutex_unlock(&r->mu);
     unref(e);
+}
+
+/* A set moved into memory by a version before ZF_MEMCF, which this batch
+ * wrote (it holds the key's stripe lock and has just committed): its member
+ * records move to "memsetmembers" now, from its order in memory, which step
+ * 1 of zmem_commit brought up to date. Once per set, then its writes are
+ * appends (see the top of this file). A failure leaves it as it was. */
+static void move_records(rx *x, zent *e) {
+    hr_slice key = hr_slice_of(e->key, e->klen), raw;
+    bool found;
+    rmeta m;
+    if (rx_get(x, CF_META, key, &raw, &found) != 0 || !found || meta_decode(raw, &m) != 0 ||
+        m.type != T_ZSET || !(m.zflags & ZF_MEM) || (m.zflags & ZF_MEMCF) || m.version != e->version) {
+        hr_err_clear(x->err);
+        return;
+    }
+    pthread_rwlock_rdlock(&e->lock);
+    int rc = mark_in_memory(x, e, &m);
+    pthread_rwlock_unlock(&e->lock);
+    if (rc != 0) return;
+    e->cf = CF_ZMEMM;
+    hr_info("rocksdb: the member records of sorted set '%.*s' (%zu members) moved to memsetmembers",
+            (int)(key.len < 80 ? key.len : 80), key.ptr, e->z.n);
 }
 
 void zmem_commit(rx *x) {
@@ -826,7 +879,10 @@ void zmem_commit(rx *x) {
         if (*link && (*link)->version == version && (*link)->state != Z_BUILDING) unlink_ent(r, link);
         pthread_mutex_unlock(&r->mu);
     }
-    /* 3. Sets that qualified. */
+    /* 3. Sets in memory whose records an older version kept in "subkeys". */
+    for (size_t i = 0; i < x->nzst; i++)
+        if (x->zst[i].e->cf == CF_SUB) move_records(x, x->zst[i].e); /* checks the set is still there */
+    /* 4. Sets that qualified. */
     for (size_t i = 0; i < x->nzmoves; i++) {
         const zmoves *v = &x->zmoves[i];
         pthread_mutex_lock(&r->mu);
