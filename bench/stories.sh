@@ -303,7 +303,7 @@ mkdir -p "$RESULTS_DIR"
     cat "$INPROC"
     echo
     echo "Latency percentiles of upserts are over a sample (one in 16 during the load, every one in the timed run);"
-    echo "\"per second\" for queries is calls/s with 2 threads. Queries are measured once RocksDB has finished the flushes"
+    echo "\"per second\" for queries is calls/s with 2 threads, over 2 s at least. Queries are measured once RocksDB has finished the flushes"
     echo "and compactions the load queued (${QUIESCE_SECS:-?} s of waiting; ${REOPEN_QUIESCE_SECS:-?} s after the reopen), as PostgreSQL"
     echo "is measured after its load and VACUUM; the writes of the load are still in RocksDB's memtables, except in the"
     echo "last row (store closed and reopened, as a restarted server sees it)."
