@@ -9,12 +9,15 @@
  *   "default" (metadata)   records expired for more than GRACE_MS (a packed
  *                          set also when its last member expired);
  *   "subkeys", "zindex",   sub-keys whose key has no metadata record, or an
- *   "sketch"               expired one, or one of another type or another
- *                          version (Kvrocks' SubKeyFilter does the same);
+ *   "sketch",              expired one, or one of another type or another
+ *   "timesetmembers",      version (Kvrocks' SubKeyFilter does the same);
+ *   "memsetmembers"
  *   "sketch"               also the bucket sketches of a live counter that
  *                          stopped counting (bucket i dies at (i+1) W + ttl);
  *   "zindex"               also the index keys of a sorted set whose order
- *                          moved into memory (rocks_zmem.c).
+ *                          moved into memory (rocks_zmem.c);
+ *   "subkeys"              also the member records of such a set once they
+ *                          moved to "memsetmembers" (ZF_MEMCF).
  *   "timelists"            entries expired for more than GRACE_MS (their
  *                          value is their expire_at; no metadata to read);
  *                          entries of a capped list (hr_store_tlcap) past
