@@ -729,8 +729,7 @@ static int prefetch(rx *x) {
             if (rx_meta(x, op->key, &m) != 0 || !meta_alive(&m, x->now) || m.type != T_ZSET || m.size == 0 ||
                 (m.zflags & (ZF_MEM | ZF_INLINE))) /* a set in memory or inline: read there */
                 break;
-            key_prefix(&k, op->key, m.version);
-            hr_buf_append_slice(&k, op->member);
+            zs_member_key(&k, op->key, m.version, op->member);
             rplan_add(x, &p, zs_member_cf(&m), hr_arena_copy(&x->mem, hr_buf_slice(&k)));
             hr_buf_clear(&k);
             break;

@@ -513,6 +513,9 @@ void ztl_write(rx *x, hr_slice key, uint64_t version, hr_slice member, bool had_
 void ztl_remove(rx *x, hr_slice key, uint64_t version, hr_slice member, uint64_t enc);
 int ztl_scan(rx *x, hr_slice key, uint64_t version, bool reverse, double min, double max, const hr_slice *after,
              zs_visit visit, void *ctx);
+/* Append the key of member's record in (key, version)'s set to out:
+ * prefix | member bytes. */
+void zs_member_key(hr_buf *out, hr_slice key, uint64_t version, hr_slice member);
 /* A member record alone, in cf, for ztl_write / ztl_remove (zs_write and
  * zs_remove write it in CF_SUB with the index entry). */
 void zs_member_put(rx *x, int cf, hr_slice key, uint64_t version, hr_slice member, uint64_t enc);

@@ -138,7 +138,7 @@ int op_counter_get(rx *x, hr_op *op) {
 
 /* Sorted-set primitives (also used by the exact distinct sets) --------------- */
 
-static void member_key(hr_buf *out, hr_slice key, uint64_t version, hr_slice member) {
+void zs_member_key(hr_buf *out, hr_slice key, uint64_t version, hr_slice member) {
     key_prefix(out, key, version);
     hr_buf_append_slice(out, member);
 }
@@ -155,7 +155,7 @@ int zs_member(rx *x, hr_slice key, uint64_t version, hr_slice member, bool *foun
 
 int zs_member_in(rx *x, int cf, hr_slice key, uint64_t version, hr_slice member, bool *found, uint64_t *enc) {
     hr_buf k = HR_BUF_INIT;
-    member_key(&k, key, version, member);
+    zs_member_key(&k, key, version, member);
     hr_slice v;
     int rc = rx_get(x, cf, hr_buf_slice(&k), &v, found);
     hr_buf_free(&k);
@@ -191,7 +191,7 @@ void zs_write_as(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool had_
 
 void zs_member_put(rx *x, int cf, hr_slice key, uint64_t version, hr_slice member, uint64_t enc) {
     hr_buf k = HR_BUF_INIT;
-    member_key(&k, key, version, member);
+    zs_member_key(&k, key, version, member);
     unsigned char v[8];
     hr_store_u64be(v, enc);
     rx_put(x, cf, hr_buf_slice(&k), hr_slice_of((const char *)v, 8));
@@ -200,7 +200,7 @@ void zs_member_put(rx *x, int cf, hr_slice key, uint64_t version, hr_slice membe
 
 void zs_member_del(rx *x, int cf, hr_slice key, uint64_t version, hr_slice member) {
     hr_buf k = HR_BUF_INIT;
-    member_key(&k, key, version, member);
+    zs_member_key(&k, key, version, member);
     rx_del(x, cf, hr_buf_slice(&k));
     hr_buf_free(&k);
 }
@@ -293,7 +293,7 @@ bool zs_collect(void *ctx, uint64_t enc, hr_slice member) {
 /* The member's score: this batch's own change to it, else the set's. */
 static int zm_member(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool *found, uint64_t *enc) {
     hr_buf k = HR_BUF_INIT;
-    member_key(&k, key, m->version, member);
+    zs_member_key(&k, key, m->version, member);
     hr_slice v;
     bool known = rx_known(x, zm_member_cf(m), hr_buf_slice(&k), &v, found);
     hr_buf_free(&k);
@@ -317,7 +317,7 @@ static int zm_change(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool 
     if (rc) return rc;
     if (e == NULL) return hr_err_set(x->err, HR_EINTERNAL, "rocksdb: a set being written is gone");
     hr_buf k = HR_BUF_INIT;
-    member_key(&k, key, m->version, member);
+    zs_member_key(&k, key, m->version, member);
     unsigned char v[8];
     hr_store_u64be(v, enc);
     if (removed)
@@ -380,7 +380,7 @@ static bool zm_emit(zmwalk *w, uint64_t enc, hr_slice member) {
 /* Whether the batch staged a change of member (then its place in memory is stale). */
 static bool zm_staged(zmwalk *w, hr_slice member) {
     hr_buf_clear(&w->k);
-    member_key(&w->k, w->key, w->version, member);
+    zs_member_key(&w->k, w->key, w->version, member);
     hr_slice v;
     bool found;
     return rx_known(w->x, w->cf, hr_buf_slice(&w->k), &v, &found);

@@ -757,8 +757,7 @@ static int mark_in_memory(rx *x, zent *e, rmeta *m) {
         for (uint32_t i = 0; i < e->z.blocks[b]->n; i++) {
             const znode *node = e->z.blocks[b]->items[i].node;
             hr_buf_clear(&k);
-            key_prefix(&k, key, e->version);
-            hr_buf_append(&k, node->bytes, node->len);
+            zs_member_key(&k, key, e->version, hr_slice_of(node->bytes, node->len));
             unsigned char v[8];
             hr_store_u64be(v, node->enc);
             rocksdb_writebatch_put_cf(wb, x->s->cf[CF_ZMEMM], k.data, k.len, (const char *)v, sizeof v);
