@@ -34,7 +34,11 @@
 #   BENCH_STORIES_SCALE  dataset size, 1.0 = the issue's (0.05 for a quick run)
 #   BENCH_STORIES_CALLS  in-process unseen calls timed (2000; other queries a quarter)
 #   BENCH_STORIES_QUERY_SECS  time limit of each in-process query's latency run (30)
-#   BENCH_DURATION       seconds per wrk / pgbench / timed-upsert measurement (10)
+#   BENCH_DURATION       seconds per wrk / pgbench measurement (10)
+#   BENCH_UPSERT_SECS    seconds per timed-upsert run (60): long enough to span
+#                        flushes of every memtable, the time lists' 256 MB one
+#                        included, and compactions they start; 10-s runs gave
+#                        ~20-30 % more than 40-s ones (BENCHMARKS.md)
 #   BENCH_WARMUP         seconds of unrecorded wrk warm-up (2)
 #   BENCH_CONNECTIONS    wrk connections for the throughput runs (64)
 #   BENCH_WRK_THREADS    wrk threads (2)
@@ -55,6 +59,7 @@ ROOT=$(pwd)
 SCALE=${BENCH_STORIES_SCALE:-1.0}
 CALLS=${BENCH_STORIES_CALLS:-2000}
 QUERY_SECS=${BENCH_STORIES_QUERY_SECS:-30}
+UPSERT_DUR=${BENCH_UPSERT_SECS:-60}
 LOADER=${STORIES_LOADER:-build/stories_load}
 SKIP_PG=${BENCH_SKIP_PG:-0}
 RESULTS_DIR=$ROOT/bench/results
@@ -103,7 +108,7 @@ fi
 
 mkdir -p "$DATA"
 STORE_DIR=$TMP/rocksdb
-lcmd=("$LOADER" --store "rocksdb:$STORE_DIR" --scale "$SCALE" --threads 2 --calls "$CALLS" --query-secs "$QUERY_SECS" --duration "$DUR" --out "$DATA")
+lcmd=("$LOADER" --store "rocksdb:$STORE_DIR" --scale "$SCALE" --threads 2 --calls "$CALLS" --query-secs "$QUERY_SECS" --duration "$UPSERT_DUR" --out "$DATA")
 COMMANDS+=("$(quote_cmd "${lcmd[@]}")")
 log "loading (scale $SCALE): ${lcmd[*]}"
 # Results (KEY=VALUE) to load.env; progress to the terminal and load.log.
