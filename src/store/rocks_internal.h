@@ -516,8 +516,9 @@ int ztl_scan(rx *x, hr_slice key, uint64_t version, bool reverse, double min, do
 /* Append the key of member's record in (key, version)'s set to out:
  * prefix | member bytes. */
 void zs_member_key(hr_buf *out, hr_slice key, uint64_t version, hr_slice member);
-/* A member record alone, in cf, for ztl_write / ztl_remove (zs_write and
- * zs_remove write it in CF_SUB with the index entry). */
+/* A member record alone, in cf, for ztl_write / ztl_remove and for sets
+ * kept in memory (zs_write and zs_remove write it in CF_SUB with the index
+ * entry). */
 void zs_member_put(rx *x, int cf, hr_slice key, uint64_t version, hr_slice member, uint64_t enc);
 void zs_member_del(rx *x, int cf, hr_slice key, uint64_t version, hr_slice member);
 /* zs_member, reading cf. */

@@ -316,15 +316,10 @@ static int zm_change(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool 
     int rc = zmem_acquire(x, key, m, fresh, &e);
     if (rc) return rc;
     if (e == NULL) return hr_err_set(x->err, HR_EINTERNAL, "rocksdb: a set being written is gone");
-    hr_buf k = HR_BUF_INIT;
-    zs_member_key(&k, key, m->version, member);
-    unsigned char v[8];
-    hr_store_u64be(v, enc);
     if (removed)
-        rx_del(x, zm_member_cf(m), hr_buf_slice(&k));
+        zs_member_del(x, zm_member_cf(m), key, m->version, member);
     else
-        rx_put(x, zm_member_cf(m), hr_buf_slice(&k), hr_slice_of((const char *)v, 8));
-    hr_buf_free(&k);
+        zs_member_put(x, zm_member_cf(m), key, m->version, member, enc);
     zmem_stage(x, e, member, removed, enc);
     return 0;
 }
