@@ -123,8 +123,7 @@ void distinct_plan(rx *x, const hr_op *op, const rmeta *m, int *cfs, hr_slice *k
     hr_buf k = HR_BUF_INIT;
     if (m->mode == D_EXACT) {
         if (op->type == HR_OP_DADD && m->size > 0) {
-            key_prefix(&k, op->key, m->version);
-            hr_buf_append_slice(&k, op->member);
+            zs_member_key(&k, op->key, m->version, op->member); /* read by zs_member below */
             cfs[*n] = CF_SUB;
             keys[(*n)++] = arena_key(x, &k);
         }
