@@ -545,7 +545,10 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
         size_t want = skip + (req->limit - out->n);
         if (plan->filter) want = want * 4 > 200 ? want * 4 : 200;
         if (want > plan->scan_max - scanned) want = plan->scan_max - scanned;
-        if (want > plan->max_items - pos.count + skip) want = plan->max_items - pos.count + skip;
+        /* At most the skipped entries and the positions left to show. A feed
+         * with no cap has SIZE_MAX positions: the sum must not wrap. */
+        size_t room = plan->max_items - pos.count;
+        if (room <= SIZE_MAX - skip && want > room + skip) want = room + skip;
         if (want > HR_ZRANGE_LIMIT_MAX) want = HR_ZRANGE_LIMIT_MAX;
         if (want == 0) break;
         /* One range read per list, from the position on. A page to be kept

@@ -195,6 +195,29 @@ def test_own_feed_newest_first_with_offset_and_windows(server):
     assert walk(s, url, 3) == newest_first
 
 
+def test_every_offset_on_every_feed(server):
+    # seed 004's list_recent(a, b) is offset=a: each offset from 0 past the
+    # end, on the own feed, the group feed, the timeline and a query
+    s = server.session()
+    a, me, g = uid("a"), uid("me"), uid("g")
+    follow(s, server, me, a)
+    join(s, server, g, me)
+    made = [post(s, server, actor=a, verb="post", target=f"group:{g}", time=NOW - 9000 + i)["id"] for i in range(3)]
+    newest_first = made[::-1]
+    eventually(lambda: timeline(s, server, me) == newest_first)
+    feeds = {
+        "feed": (f"{server.url}{API}/users/{a}/feed", {}),
+        "group": (f"{server.url}{API}/groups/{g}/feed", {}),
+        "timeline": (f"{server.url}{API}/users/{me}/timeline", {}),
+        "query": (f"{server.url}{API}/activities", {"actor": a}),
+    }
+    for name, (url, q) in feeds.items():
+        for offset in range(5):
+            for limit in (1, 2, 3, 10):
+                got = ids(page(s, url, offset=offset, limit=limit, **q))
+                assert got == newest_first[offset:offset + limit], (name, offset, limit)
+
+
 def test_cursor_is_stable_while_new_activities_arrive(server):
     s = server.session()
     a = uid("a")
