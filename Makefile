@@ -21,7 +21,8 @@ DEP_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 # AddressSanitizer brings.
 REL_LIBS   = $(DEP_LIBS) $(shell pkg-config --libs jemalloc 2>/dev/null)
 
-LIB_SRC  := $(sort $(wildcard src/common/*.c src/store/*.c src/http/*.c src/core/*.c src/api/*.c src/load/*.c))
+LIB_SRC  := $(sort $(wildcard src/common/*.c src/store/*.c src/store/rocks/*.c src/store/redis/*.c src/http/*.c \
+                               src/core/*.c src/api/*.c src/load/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 
@@ -55,6 +56,7 @@ $(BUILD)/%.o: %.c
 # The code below main.c is an archive, so that a test binary links only the
 # modules it uses.
 $(BUILD)/libherald.a: $(LIB_OBJ)
+	rm -f $@
 	ar rcs $@ $^
 
 $(BUILD)/herald: $(BUILD)/src/main.o $(BUILD)/libherald.a
@@ -82,6 +84,7 @@ $(SAN)/%.o: %.c
 	$(CC) $(filter-out -O2,$(CFLAGS)) $(SANFLAGS) $(DEP_CFLAGS) -c $< -o $@
 
 $(SAN)/libherald.a: $(SAN_OBJ)
+	rm -f $@
 	ar rcs $@ $^
 
 $(SAN)/herald: $(SAN)/src/main.o $(SAN)/libherald.a

@@ -555,7 +555,7 @@ static void cpu_ticks(uint64_t *steal, uint64_t *total) {
  * dataset's own URLs (drawn like the load's) by random sharing users at
  * opt.churn a second, as a live service would. Each write to a URL's set of
  * readers changes a chunk that its image must then leave out
- * (store/rocks_pimage.c) and retires its records in the record caches,
+ * (store/rocks/pset_image.c) and retires its records in the record caches,
  * which a quiet store never does. It changes the dataset, so it is for
  * direct runs, never for bench/reading.sh's runs that PostgreSQL is
  * compared with. */

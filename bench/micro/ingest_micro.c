@@ -9,7 +9,7 @@
  *
  * Both modes write the same ENTRIES (default 20 000 000) entries, made as
  * store_micro's fanout makes them: each activity goes to 450 of 100 000
- * lists. A key is what rocks_tl.c writes: the list's 8-byte hash, the
+ * lists. A key is what rocks/timelist.c writes: the list's 8-byte hash, the
  * 8-byte inverted time, a 20-byte member; the value an 8-byte expiry. They
  * go into one RocksDB with the time lists' options (LZ4, leveled with
  * dynamic level sizes, 2 background jobs, a hashed memtable of 256 MB keyed

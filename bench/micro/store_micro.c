@@ -6,10 +6,10 @@
  *                                sorted set: fresh, after 200 K score changes
  *                                (Zipf-like), and after close and reopen; on
  *                                RocksDB the set moves into memory after
- *                                5 000 changes (src/store/rocks_zmem.c)
+ *                                5 000 changes (src/store/rocks/zset_memory.c)
  *   store_micro URI tombstones-disk   the same with the set kept on disk
  *                                (RocksDB: a memory budget too small for it),
- *                                as every set was before rocks_zmem.c
+ *                                as every set was before rocks/zset_memory.c
  *   store_micro URI pset         hr_pset_test of 10 000 members against sets
  *                                of 10 000 and 100 000 members, and the same
  *                                question as 10 000 hr_zscore in one batch

@@ -6,7 +6,7 @@
  * the union of several time buckets is estimated as well as each bucket.
  *
  * The RocksDB backend stores one sketch per time bucket of a distinct counter
- * (see store/rocks.c) and updates it with a merge operator whose operands are
+ * (see store/rocks/engine.c) and updates it with a merge operator whose operands are
  * the "update" encoding below; the Redis backend uses Redis' own PFADD and
  * does not use this module. See hll.c for the algorithm and its sources.
  *

@@ -128,9 +128,9 @@
  *                zscore of top; zadd {rs/S}, tladd x2, zincr of top, zadd
  *                of hot. RocksDB: 7 memtable writes (3 for {rs/S}: member
  *                record and index entry, both into hashed memtables
- *                (store/rocks_ztl.c), and size; 1 for each list; the top
+ *                (store/rocks/zset_times.c), and size; 1 for each list; the top
  *                and hot member records, appends to a vector memtable as
- *                the rankings are kept in memory, store/rocks_zmem.c)
+ *                the rankings are kept in memory, store/rocks/zset_memory.c)
  *                and 2 point reads of the member record, in 2 batches;
  *                was 11 writes, 4 member reads, 3 batches with the lists
  *                as sorted sets and hot settled apart. Redis Cluster: 3

@@ -81,7 +81,7 @@ typedef struct hr_rplan_costs {
     double set_member;   /* each friend it searches for */
 } hr_rplan_costs;
 
-/* Readers a URL set keeps per chunk, on average (store/rocks_pset.c: chunks
+/* Readers a URL set keeps per chunk, on average (store/rocks/pset.c: chunks
  * hold 256..512 entries). */
 #define HR_RPLAN_SET_CHUNK_READERS 384
 

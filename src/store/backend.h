@@ -137,7 +137,7 @@ struct hr_batch {
 
 /* Keep p alive as long as b's results: release(p) when b is reset or
  * freed. A backend answers from memory it shares this way instead of
- * copying into the arena (a cached friend list of 5,000, rocks_zcache.c). */
+ * copying into the arena (a cached friend list of 5,000, rocks/zset_cache.c). */
 void hr_batch_hold(hr_batch *b, void (*release)(void *), void *p);
 
 /* True for the op types that change the store. */

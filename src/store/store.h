@@ -87,7 +87,7 @@ typedef struct hr_store_options {
     size_t cache_bytes;
     /* RocksDB: memory in bytes for recently read packed-set chunks, kept as
      * records next to the block cache so that a test reads them in place
-     * (rocks_view.c); 0 means the default (512 MiB). A zipf-feed
+     * (rocks/view.c); 0 means the default (512 MiB). A zipf-feed
      * friends-reads tests 450 friends against every chunk of ~70 popular
      * URLs' reader sets, so this is its working set. Redis: ignored. */
     size_t chunk_cache_bytes;
@@ -99,7 +99,7 @@ typedef struct hr_store_options {
      * round 11). Redis: ignored. */
     size_t meta_cache_bytes;
     /* RocksDB: memory in bytes for images of large packed sets (a popular
-     * URL's readers, rocks_pimage.c), ~23 bytes a member; 0 means the
+     * URL's readers, rocks/pset_image.c), ~23 bytes a member; 0 means the
      * default (256 MiB). A zipf-feed friends-reads tests its friends against
      * ~65 popular URLs' sets, whose images are its working set. Redis:
      * ignored. */
@@ -108,7 +108,7 @@ typedef struct hr_store_options {
     int timeout_ms;
     /* RocksDB: sorted sets whose members keep changing score (rankings) are
      * moved into memory, as Redis keeps every sorted set, once they qualify
-     * (src/store/rocks_zmem.c says when); this caps their memory in bytes,
+     * (src/store/rocks/zset_memory.c says when); this caps their memory in bytes,
      * 0 meaning the default (512 MiB). Redis: ignored. */
     size_t zset_memory_bytes;
     /* RocksDB, for tests: keep every sorted set in memory from its creation.
@@ -149,8 +149,8 @@ const char *hr_store_kind(const hr_store *s);
  * Lets a caller fold into one batch what must otherwise be checked by a
  * second, atomic one (core/ratings.c: the hot score with the vote).
  * One exception on RocksDB, for readers only: a sorted set kept in memory
- * (rocks_zmem.c, zset_memory_*) or a hot time list kept in memory
- * (rocks_tlcache.c, hr_tlrange_spec.hot) is read at its latest committed
+ * (rocks/zset_memory.c, zset_memory_*) or a hot time list kept in memory
+ * (rocks/timelist_cache.c, hr_tlrange_spec.hot) is read at its latest committed
  * state op by op, as a Redis client reads one, so a batch reading two such
  * collections may see a concurrent batch's change in one and not yet in the
  * other. Writers are unaffected: they write under the collections' locks. */
@@ -340,7 +340,7 @@ size_t hr_zadd(hr_batch *b, hr_slice key, double score, hr_slice member);
  * newest first (a subject's ratings). Where it creates the set, the RocksDB
  * backend keeps the set's order with the time lists and its member records
  * in a column family of their own, both in hashed memtables, where a write
- * costs less (rocks_ztl.c); there, hr_zadd or hr_zincr of a non-integer score
+ * costs less (rocks/zset_times.c); there, hr_zadd or hr_zincr of a non-integer score
  * into such a set is HR_EINVAL, and an ascending range read of it costs
  * the whole range. On an existing set it is hr_zadd. Redis: ZADD. */
 size_t hr_zadd_time(hr_batch *b, hr_slice key, int64_t time, hr_slice member);
@@ -530,7 +530,7 @@ typedef struct hr_tlrange_spec {
                                * skipped (and not counted by offset); Redis: see above */
     bool hot;                 /* many readers read this list (a big account's feed):
                                * RocksDB keeps its newest entries in memory from then
-                               * on (rocks_tlcache.c); Redis: ignored */
+                               * on (rocks/timelist_cache.c); Redis: ignored */
 } hr_tlrange_spec;
 
 /* A spec for the whole list newest first, with a limit, as of now_ms. */
@@ -556,7 +556,7 @@ size_t hr_tltrim(hr_batch *b, hr_slice key, size_t keep, int64_t older_than_ms);
  * (either may be empty); keep is at least 1. May be called while the store
  * runs; a cap is not stored, so it holds until close.
  *
- * RocksDB: the compaction filter (rocks_filter.c) drops an entry when at
+ * RocksDB: the compaction filter (rocks/filter.c) drops an entry when at
  * least `keep` newer live entries of its list are among the entries
  * compacted with it. So a list is cut with no read and no tombstone, which
  * hr_tltrim costs, some time after it grew past keep; until then it holds
@@ -574,7 +574,7 @@ bool hr_store_tlcap(hr_store *s, hr_slice prefix, hr_slice suffix, size_t keep);
  * any batch: an add costs ~40 bytes plus its list and member here, against
  * an op's 512) and writes them in the cheapest way the store has:
  *   - RocksDB, from 50,000 adds on (tl_file_min): sorted into one table
- *     file, ingested into the time lists (rocks_ingest.c). No WAL, no
+ *     file, ingested into the time lists (rocks/timelist_ingest.c). No WAL, no
  *     memtable: a fan-out at 100,000 users drains ~2.5 times as fast, but
  *     each write has a fixed cost (a flush of the time lists' memtable, a
  *     level-0 table more), so gathering more per write pays.
@@ -588,7 +588,7 @@ bool hr_store_tlcap(hr_store *s, hr_slice prefix, hr_slice suffix, size_t keep);
  * /metrics (herald_fanout_entries_total counts the fan-out's). A write of
  * too few adds for a file, an empty one included, tells RocksDB that the
  * writer has caught up: a burst of files ends, and their level-0 tables are
- * compacted as usual again (rocks_tl.c, tl_bulk_mode). An hr_tlbulk
+ * compacted as usual again (rocks/timelist.c, tl_bulk_mode). An hr_tlbulk
  * belongs to one thread at a time. */
 typedef struct hr_tlbulk hr_tlbulk;
 hr_tlbulk *hr_tlbulk_new(hr_store *s);

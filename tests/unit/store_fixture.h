@@ -66,7 +66,7 @@ static void fx_rocks_init(void) {
 
 /* RocksDB with every sorted set in memory from its creation
  * (hr_store_options.zset_memory_all): the path rankings take once they move
- * into memory (src/store/rocks_zmem.c). */
+ * into memory (src/store/rocks/zset_memory.c). */
 static inline void fx_rocksmem_init(void) {
     zsets_in_memory = true;
     store_opts.zset_memory_all = true;

@@ -8,7 +8,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "store/rocks_internal.h"
+#include "store/rocks/engine.h"
 
 void test_store_open(test_store *t, const char *kind) {
     memset(t, 0, sizeof *t);

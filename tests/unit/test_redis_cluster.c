@@ -1,5 +1,5 @@
 /* test_redis_cluster.c — the Redis Cluster client under the redis backend
- * (src/store/redis_cluster.c): slot hashing, routing, redirections,
+ * (src/store/redis/cluster.c): slot hashing, routing, redirections,
  * timeouts and outages. What every store primitive answers is the
  * conformance suite's job (test_store.c, suite `redis`); this file tests the
  * plumbing that suite takes for granted.
@@ -35,7 +35,7 @@
 
 #include "common/clock.h"
 #include "store/backend.h"
-#include "store/redis.h"
+#include "store/redis/redis.h"
 
 extern char **environ;
 
@@ -366,7 +366,7 @@ Test(redis_cluster, standalone_outage_restart_and_lost_scripts, .fini = stop_spa
     /* works as a one-node cluster, scripts included */
     hr_put(b, S("a"), S("1"), 0);
     hr_zadd(b, S("z"), 1, S("m"));
-    /* from a cursor: a read without one is a native ZRANGE (redis_internal.h) */
+    /* from a cursor: a read without one is a native ZRANGE (redis/internal.h) */
     hr_zrange_spec sp = hr_zrange_all(false, 10);
     sp.has_cursor = true;
     sp.cursor_score = 0;

@@ -3,7 +3,7 @@
  * deleted, overwritten and converted collections and dead sketch buckets,
  * the HLL merge operator through flushes and compactions, durability across
  * a reopen, and open errors. White-box: it looks at the column families
- * through rocks_internal.h. */
+ * through rocks/engine.h. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <ftw.h>
@@ -16,7 +16,9 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "store/rocks_internal.h"
+#include "store/rocks/cache.h"
+#include "store/rocks/pset.h"
+#include "store/rocks/zset.h"
 
 static char tmpdir[64], uri[128];
 static hr_store *S;
@@ -307,7 +309,7 @@ Test(rocks_internals, sync_and_small_cache) {
     hr_batch_free(b);
 }
 
-/* Sorted sets kept in memory (rocks_zmem.c) ------------------------------------ */
+/* Sorted sets kept in memory (rocks/zset_memory.c) ------------------------------------ */
 
 static rmeta meta_of(const char *key) {
     rocks_store *r = (rocks_store *)S;
@@ -352,7 +354,7 @@ Test(rocks_internals, ranking_moves_into_memory) {
     /* 1100 members (m_i at score i): below the size that qualifies, churn
      * leaves a set on disk; once its members moved more often than it has
      * members, its order moves into memory and its index keys go. */
-    zadd_n("small", ZINLINE_MAX_ENTRIES + 100); /* past inline (rocks_zinline.c) */
+    zadd_n("small", ZINLINE_MAX_ENTRIES + 100); /* past inline (rocks/zset_inline.c) */
     churn("small", 3000);
     cr_assert_eq(meta_of("small").zflags & ZF_MEM, 0, "a small set stays on disk");
 
@@ -602,7 +604,7 @@ Test(rocks_internals, a_big_read_offers_the_chunk_cache_a_share) {
     /* 1,000 packed sets of one chunk each, read after a reopen (an empty
      * cache) by one batch of 1,000 tests: it offers a chunk cache of 16 MiB
      * (4,096 slots, one per 4 KiB) at most a thirty-second of it
-     * (rocks_view.c, OFFER_SHARE), instead of ~900 chunks that would evict
+     * (rocks/view.c, OFFER_SHARE), instead of ~900 chunks that would evict
      * each other and everyone's */
     hr_batch *b = hr_batch_new();
     for (long i = 0; i < 1000; i++)
@@ -629,7 +631,7 @@ Test(rocks_internals, a_big_read_offers_the_chunk_cache_a_share) {
 
 Test(rocks_internals, a_friend_list_of_5000_is_read_from_the_set_cache) {
     /* the largest friend list a friends-reads takes (core/reading.h): read
-     * whole, it is kept (rocks_zcache.c), and read again from there */
+     * whole, it is kept (rocks/zset_cache.c), and read again from there */
     zadd_n("friends", 5000);
     hr_store_close(S);
     S = NULL;
@@ -906,7 +908,7 @@ static long found_of(long n) {
 
 Test(rocks_internals, a_reused_view_table_remembers_nothing) {
     /* batches of 600 records get view tables big enough to be kept for the
-     * next batch (rocks_view.c, vspares): one that remembered a record of
+     * next batch (rocks/view.c, vspares): one that remembered a record of
      * an earlier batch would still find the keys deleted in between */
     enum { N = 600 };
     hr_batch *b = hr_batch_new();
@@ -942,7 +944,7 @@ Test(rocks_internals, ranking_memory_budget) {
  * bottom level, an L0 file and the memtable, their names sharing prefixes
  * ("s1", "s10"...): what friends-reads does with 100 reader lists. The
  * zindex prefix filters skip files, and the batch's range reads share one
- * iterator (rocks_view.c); each answer must still be its own set's, exactly. */
+ * iterator (rocks/view.c); each answer must still be its own set's, exactly. */
 #define NSETS 24
 static void zadd_round(int round) {
     hr_batch *b = hr_batch_new();
@@ -1064,7 +1066,7 @@ Test(rocks_internals, settle_waits_for_flushes_and_compactions) {
     cr_expect(settled && waited < 1.0, "an idle store settles at once (%.1f s)", waited);
 }
 
-/* Images of large packed sets (rocks_pimage.c) ------------------------------ */
+/* Images of large packed sets (rocks/pset_image.c) ------------------------------ */
 
 /* One chunk of big-endian hashes (and expiries) in buf, as stored. */
 static pimg_chunk be_chunk(unsigned char *buf, const uint64_t *hs, const int64_t *exps, size_t n) {
@@ -1305,7 +1307,7 @@ Test(rocks_internals, an_image_never_hides_an_acknowledged_member) {
     cr_assert_gt(from_columns, 0, "and its column");
 }
 
-/* Member columns (rocks_pcols.c) ------------------------------------------------ */
+/* Member columns (rocks/pset_columns.c) ------------------------------------------------ */
 
 Test(rocks_internals, pset_unmix_undoes_pset_mix) {
     const uint64_t edges[] = {0, 1, 2, UINT64_C(1) << 63, UINT64_MAX - 1, UINT64_MAX};

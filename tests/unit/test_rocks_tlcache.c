@@ -1,4 +1,4 @@
-/* test_rocks_tlcache.c — hot time lists kept in memory (rocks_tlcache.c).
+/* test_rocks_tlcache.c — hot time lists kept in memory (rocks/timelist_cache.c).
  *
  * A read answered from memory must be exactly what RocksDB answers. Each
  * check compares the two:
@@ -18,7 +18,7 @@
 #include <pthread.h>
 
 #include "common/clock.h"
-#include "store/rocks_internal.h"
+#include "store/rocks/timelist.h"
 #include "store_fixture.h"
 
 static void hot_small_init(void) {
@@ -251,7 +251,7 @@ Test(rocks_tlcache_mt, concurrent_writers) {
     hr_batch_free(b);
 }
 
-/* Bulk adds written as a table file (rocks_ingest.c) reach a kept list's
+/* Bulk adds written as a table file (rocks/timelist_ingest.c) reach a kept list's
  * copy in memory: the same adds to a kept list and to one never read hot
  * read the same, hot and cold. */
 Test(rocks_tlcache_mt, bulk_adds_reach_the_kept_copy) {

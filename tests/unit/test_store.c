@@ -6,7 +6,7 @@
  * temporary directory (removed afterwards); in suite `rocksmem`, the same
  * with every sorted set kept in memory from its creation
  * (hr_store_options.zset_memory_all: the path rankings take once they move
- * into memory, src/store/rocks_zmem.c); and in suite `redis` on the cluster
+ * into memory, src/store/rocks/zset_memory.c); and in suite `redis` on the cluster
  * named by $HERALD_TEST_REDIS (scripts/test.sh starts one and sets it).
  * Without the variable the redis tests fail, saying so: a suite that
  * silently passes when its backend is missing would hide a broken backend.
@@ -628,7 +628,7 @@ static void descending_names(long n, char *out, size_t cap) {
 
 /* A set grown one member a batch and shrunk again reads the same at every
  * size: on RocksDB small sets live in their metadata record and spill to
- * sub-keys past 128 members (rocks_zinline.c); 140 crosses that, in a batch
+ * sub-keys past 128 members (rocks/zset_inline.c); 140 crosses that, in a batch
  * that also reads the set it spills. */
 STORE_TEST(zset_grows_and_shrinks_across_sizes) {
     hr_slice z = K("grow");
@@ -729,7 +729,7 @@ STORE_TEST(a_set_of_times_answers_as_a_sorted_set) {
     hr_slice z = K("plain"), t = K("times");
     hr_batch *b = hr_batch_new();
     /* Scores with ties and a few negatives, in batches: inline at first,
-     * then past the inline limit (rocks_zinline.c), then moved and removed. */
+     * then past the inline limit (rocks/zset_inline.c), then moved and removed. */
     for (long i = 0; i < 300; i++) {
         int64_t score = (i * 7919 % 40) * 1000 - (i % 13 == 0 ? 2500 : 0);
         if (i % 50 == 0) hr_batch_reset(b);
@@ -1137,7 +1137,7 @@ STORE_TEST(zset_ranking_under_moves) {
 }
 
 /* Members of ranking_ties: many share their first 8 bytes, some end
- * within them, and scores tie (rocks_zmem.c orders by the score and the
+ * within them, and scores tie (rocks/zset_memory.c orders by the score and the
  * first 8 bytes before it reads a member's node). */
 enum { TIE_MEMBERS = 603 };
 static member_name tie_name[TIE_MEMBERS];
@@ -1244,7 +1244,7 @@ STORE_TEST(zset_range_with_size) {
 
 STORE_TEST(zset_whole_reads_follow_changes) {
     /* A set read whole again and again between small changes (a friend
-     * list): on RocksDB the whole reads are cached (rocks_zcache.c), and
+     * list): on RocksDB the whole reads are cached (rocks/zset_cache.c), and
      * every read after a change, whole or by pages either way, must show
      * it. 300 members: past the inline sets, and too few changes to move
      * the set into memory. */
@@ -1730,7 +1730,7 @@ STORE_TEST(pset_large) {
         want[j] = j % 2 ? '0' : '1';
     }
     assert_ptest(s, p, q, Q, want);
-    assert_ptest(s, p, q, Q, want); /* RocksDB: now from the set's image (rocks_pimage.c) */
+    assert_ptest(s, p, q, Q, want); /* RocksDB: now from the set's image (rocks/pset_image.c) */
 
     /* adding members already there changes nothing */
     hr_batch_reset(b);

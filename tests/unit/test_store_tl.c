@@ -9,7 +9,7 @@
 #include <pthread.h>
 
 #include "common/clock.h"
-#include "store/rocks_internal.h"
+#include "store/rocks/timelist.h"
 #include "store_fixture.h"
 
 STORE_SUITES(rocks_tl, redis_tl);
@@ -361,7 +361,7 @@ STORE_TEST(tl_arguments_checked) {
  * "<tag>b<i>") and through batches of hr_tladd ("<tag>m<i>"): ties of time,
  * the same entry twice, expired entries. Then every list reads the same
  * both ways. Many adds to few lists, and a few adds to each of many (a
- * fan-out's shape; rocks_ingest.c sorts the two differently). */
+ * fan-out's shape; rocks/timelist_ingest.c sorts the two differently). */
 #define BULK_LISTS_MAX 400
 static void bulk_matches_adds_to(hr_store *s, const char *tag, int lists, int adds) {
     cr_assert_leq(lists, BULK_LISTS_MAX);
