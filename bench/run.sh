@@ -256,4 +256,14 @@ if [ "${BENCH_SKIP_READING:-0}" != 1 ]; then
     echo
     bench/reading.sh || STATUS=1
 fi
+
+# ---- 8. the plots of BENCHMARKS.md (bench/plot.sh, gnuplot) --------------------------
+
+if ! command -v gnuplot >/dev/null 2>&1; then
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo=sudo
+    $sudo apt-get install -y -qq --no-install-recommends gnuplot-nox >/dev/null 2>&1 ||
+        echo "bench: gnuplot-nox could not be installed; no plots"
+fi
+command -v gnuplot >/dev/null 2>&1 && { bench/plot.sh || STATUS=1; }
 exit "$STATUS"
