@@ -32,16 +32,27 @@ static void list(hr_request *req, hr_graph_set set, const char *param, const cha
     hr_list_req lr;
     hr_id_page page;
     int rc = hr_api_list_query(req, &lr, &err);
-    if (rc == HR_OK) rc = hr_graph_list(app->graph, set, hr_req_param(req, param), &lr, hr_req_arena(req), &page, &err);
+    if (rc == HR_OK)
+        rc = hr_graph_list(app->graph, set, hr_req_param(req, param), &lr, hr_req_arena(req), &page, &err);
     if (rc != HR_OK) return hr_reply_error(req, rc, &err);
     reply_ids(req, field, &page);
 }
 
-void hr_api_follows_list(hr_request *req) { list(req, HR_GRAPH_FOLLOWS, "uid", "users"); }
-void hr_api_followers_list(hr_request *req) { list(req, HR_GRAPH_FOLLOWERS, "uid", "users"); }
-void hr_api_friends_list(hr_request *req) { list(req, HR_GRAPH_FRIENDS, "uid", "users"); }
-void hr_api_user_groups_list(hr_request *req) { list(req, HR_GRAPH_GROUPS, "uid", "groups"); }
-void hr_api_group_members_list(hr_request *req) { list(req, HR_GRAPH_MEMBERS, "gid", "users"); }
+void hr_api_follows_list(hr_request *req) {
+    list(req, HR_GRAPH_FOLLOWS, "uid", "users");
+}
+void hr_api_followers_list(hr_request *req) {
+    list(req, HR_GRAPH_FOLLOWERS, "uid", "users");
+}
+void hr_api_friends_list(hr_request *req) {
+    list(req, HR_GRAPH_FRIENDS, "uid", "users");
+}
+void hr_api_user_groups_list(hr_request *req) {
+    list(req, HR_GRAPH_GROUPS, "uid", "groups");
+}
+void hr_api_group_members_list(hr_request *req) {
+    list(req, HR_GRAPH_MEMBERS, "gid", "users");
+}
 
 /* One graph write with its fan-out job in the same batch. */
 typedef enum { FOLLOW, UNFOLLOW, JOIN, LEAVE } graph_change;
@@ -74,7 +85,15 @@ static void change(hr_request *req, graph_change what) {
     hr_reply_json(req, 200, json_pack("{s:b,s:b}", state, adds, before, flag));
 }
 
-void hr_api_follow(hr_request *req) { change(req, FOLLOW); }
-void hr_api_unfollow(hr_request *req) { change(req, UNFOLLOW); }
-void hr_api_group_join(hr_request *req) { change(req, JOIN); }
-void hr_api_group_leave(hr_request *req) { change(req, LEAVE); }
+void hr_api_follow(hr_request *req) {
+    change(req, FOLLOW);
+}
+void hr_api_unfollow(hr_request *req) {
+    change(req, UNFOLLOW);
+}
+void hr_api_group_join(hr_request *req) {
+    change(req, JOIN);
+}
+void hr_api_group_leave(hr_request *req) {
+    change(req, LEAVE);
+}

@@ -233,8 +233,8 @@ static int create_plan(hr_feeds *f, hr_activity *act, hr_arena *a, hr_slice *exi
     hr_slice group = hr_activity_group(act);
     hr_buf k = HR_BUF_INIT, acct = HR_BUF_INIT;
     hr_batch *b = hr_batch_new();
-    size_t op_fid = act->foreign_id.len ? hr_get(b, hr_feeds_fid_key(f, act->actor, act->foreign_id, &k))
-                                        : SIZE_MAX;
+    size_t op_fid =
+        act->foreign_id.len ? hr_get(b, hr_feeds_fid_key(f, act->actor, act->foreign_id, &k)) : SIZE_MAX;
     hr_buf_clear(&k);
     hr_graph_key(f->graph, HR_GRAPH_FOLLOWERS, act->actor, &k);
     size_t op_followers = hr_zcard(b, hr_buf_slice(&k));
@@ -414,9 +414,10 @@ int hr_feeds_big_count(hr_feeds *f, int64_t *n, hr_err *err) {
 int hr_feeds_relation_job(hr_feeds *f, hr_batch *b, hr_slice uid, bool group, hr_slice other, bool adds,
                           int64_t now_ms, hr_err *err) {
     if (!hr_ident_valid(uid)) return hr_err_set(err, HR_EINVAL, "uid must be an identifier");
-    if (!hr_ident_valid(other)) return hr_err_set(err, HR_EINVAL, "%s must be an identifier", group ? "gid" : "target");
-    hr_feed_job job = {.kind = HR_JOB_RELATION, .uid = uid, .other = other, .group = group, .adds = adds,
-                       .time_ms = now_ms};
+    if (!hr_ident_valid(other))
+        return hr_err_set(err, HR_EINVAL, "%s must be an identifier", group ? "gid" : "target");
+    hr_feed_job job = {
+        .kind = HR_JOB_RELATION, .uid = uid, .other = other, .group = group, .adds = adds, .time_ms = now_ms};
     hr_feeds_push_job(f, b, &job);
     return HR_OK;
 }
@@ -497,7 +498,8 @@ static void add_big_keys(hr_feeds *f, page_plan *plan, const hr_result *r, hr_ar
         hr_slice acct = r->entries[i].member;
         if (acct.len < 3) continue;
         hr_slice who = hr_slice_of(acct.ptr + 2, acct.len - 2);
-        hr_slice key = acct.ptr[0] == 'g' ? hr_feeds_group_key(f, who, &k) : hr_feeds_user_key(f, who, "/fd", &k);
+        hr_slice key =
+            acct.ptr[0] == 'g' ? hr_feeds_group_key(f, who, &k) : hr_feeds_user_key(f, who, "/fd", &k);
         plan->keys[plan->n_keys++] = hr_arena_copy(a, key);
     }
     hr_buf_free(&k);
@@ -520,7 +522,8 @@ static void collect(const hr_batch *b, size_t first, size_t n, hr_zentry *all, s
 
 static size_t entries_in(const hr_batch *b, size_t first, size_t n) {
     size_t total = 0;
-    for (size_t i = first; i < first + n; i++) total += hr_batch_result(b, i)->n_entries;
+    for (size_t i = first; i < first + n; i++)
+        total += hr_batch_result(b, i)->n_entries;
     return total;
 }
 
@@ -529,7 +532,8 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
     memset(out, 0, sizeof *out);
     if (req->limit < 1 || req->limit > HR_FEED_PAGE_MAX)
         return hr_err_set(err, HR_EINVAL, "limit must be 1..%d", HR_FEED_PAGE_MAX);
-    if (req->offset > HR_FEED_OFFSET_MAX) return hr_err_set(err, HR_EINVAL, "offset must be 0..%d", HR_FEED_OFFSET_MAX);
+    if (req->offset > HR_FEED_OFFSET_MAX)
+        return hr_err_set(err, HR_EINVAL, "offset must be 0..%d", HR_FEED_OFFSET_MAX);
     feed_pos pos;
     int rc = cursor_decode(req->cursor, &pos, err);
     if (rc != HR_OK) return rc;
@@ -647,7 +651,8 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
             }
         }
     }
-    if (rc == HR_OK && more && pos.count < plan->max_items && pos.set) out->next_cursor = cursor_encode(a, &pos);
+    if (rc == HR_OK && more && pos.count < plan->max_items && pos.set)
+        out->next_cursor = cursor_encode(a, &pos);
     hr_batch_free(b);
     hr_buf_free(&k);
     return rc;
@@ -656,9 +661,11 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
 int hr_feeds_read(hr_feeds *f, hr_feed_kind kind, hr_slice id, const hr_feed_req *req, int64_t now_ms,
                   hr_arena *a, hr_feed_page *out, hr_err *err) {
     memset(out, 0, sizeof *out);
-    if (!hr_ident_valid(id)) return hr_err_set(err, HR_EINVAL, "%s must be an identifier", kind == HR_FEED_GROUP ? "gid" : "uid");
+    if (!hr_ident_valid(id))
+        return hr_err_set(err, HR_EINVAL, "%s must be an identifier", kind == HR_FEED_GROUP ? "gid" : "uid");
     hr_buf k = HR_BUF_INIT;
-    page_plan plan = {.after_ms = req->after_ms, .max_items = SIZE_MAX, .scan_max = SIZE_MAX, .first_big = SIZE_MAX};
+    page_plan plan = {
+        .after_ms = req->after_ms, .max_items = SIZE_MAX, .scan_max = SIZE_MAX, .first_big = SIZE_MAX};
     if (kind == HR_FEED_USER || kind == HR_FEED_GROUP) {
         plan.keys = hr_arena_alloc(a, sizeof *plan.keys);
         plan.keys[0] = hr_arena_copy(a, kind == HR_FEED_USER ? hr_feeds_user_key(f, id, "/fd", &k)
@@ -687,11 +694,16 @@ int hr_feeds_read(hr_feeds *f, hr_feed_kind kind, hr_slice id, const hr_feed_req
     return rc;
 }
 
-int hr_feeds_query(hr_feeds *f, const hr_activity *filter, const hr_feed_req *req, int64_t now_ms, hr_arena *a,
-                   hr_feed_page *out, hr_err *err) {
+int hr_feeds_query(hr_feeds *f, const hr_activity *filter, const hr_feed_req *req, int64_t now_ms,
+                   hr_arena *a, hr_feed_page *out, hr_err *err) {
     memset(out, 0, sizeof *out);
-    const struct { const char *name; hr_slice v; } fields[] = {
-        {"actor", filter->actor}, {"verb", filter->verb}, {"object", filter->object}, {"target", filter->target}};
+    const struct {
+        const char *name;
+        hr_slice v;
+    } fields[] = {{"actor", filter->actor},
+                  {"verb", filter->verb},
+                  {"object", filter->object},
+                  {"target", filter->target}};
     for (size_t i = 0; i < 4; i++)
         if (fields[i].v.len && !hr_ident_valid(fields[i].v))
             return hr_err_set(err, HR_EINVAL, "%s must be an identifier", fields[i].name);
@@ -717,7 +729,12 @@ int hr_feeds_query(hr_feeds *f, const hr_activity *filter, const hr_feed_req *re
     }
     hr_slice keys[1] = {hr_arena_copy(a, key)};
     hr_buf_free(&k);
-    page_plan plan = {.keys = keys, .n_keys = 1, .after_ms = req->after_ms, .max_items = SIZE_MAX,
-                      .scan_max = HR_FEED_SCAN_MAX, .filter = filter, .first_big = SIZE_MAX};
+    page_plan plan = {.keys = keys,
+                      .n_keys = 1,
+                      .after_ms = req->after_ms,
+                      .max_items = SIZE_MAX,
+                      .scan_max = HR_FEED_SCAN_MAX,
+                      .filter = filter,
+                      .first_big = SIZE_MAX};
     return read_page(f, &plan, req, now_ms, a, out, err);
 }

@@ -31,8 +31,9 @@ struct hr_feeds {
 /* ---- Keys (feeds.h lists them). Each appends to k after clearing it. ---- */
 hr_slice hr_feeds_body_key(const hr_feeds *f, hr_slice id, hr_buf *k);
 hr_slice hr_feeds_fid_key(const hr_feeds *f, hr_slice actor, hr_slice fid, hr_buf *k);
-hr_slice hr_feeds_user_key(const hr_feeds *f, hr_slice uid, const char *suffix, hr_buf *k); /* "/fd", "/tl", "/big" */
-hr_slice hr_feeds_group_key(const hr_feeds *f, hr_slice gid, hr_buf *k);                    /* the group feed */
+hr_slice hr_feeds_user_key(const hr_feeds *f, hr_slice uid, const char *suffix,
+                           hr_buf *k);                                   /* "/fd", "/tl", "/big" */
+hr_slice hr_feeds_group_key(const hr_feeds *f, hr_slice gid, hr_buf *k); /* the group feed */
 hr_slice hr_feeds_index_key(const hr_feeds *f, const char *field, hr_slice value, hr_buf *k);
 hr_slice hr_feeds_big_key(const hr_feeds *f, hr_buf *k);
 hr_slice hr_feeds_queue_key(const hr_feeds *f, hr_buf *k);
