@@ -1,5 +1,8 @@
 /* feeds.c — see feeds.h: activity create / read / update / delete and feed
- * pages. The background half (fan-out jobs) is fanout.c. */
+ * pages. It makes the fan-out jobs (feed_job.h) and pushes them; running
+ * them is the background half, fanout.c, which calls in here
+ * (feeds_internal.h) and never the other way but through the job_pushed
+ * hook. */
 #include "core/feeds.h"
 
 #include <inttypes.h>
@@ -10,6 +13,7 @@
 #include "common/alloc.h"
 #include "common/ident.h"
 #include "core/exec.h"
+#include "core/feed_job.h"
 #include "core/feeds_internal.h"
 
 /* ---- Keys ---- */
@@ -114,7 +118,9 @@ void hr_feeds_notify(hr_feeds *f) {
     if (f->job_pushed) f->job_pushed(f->job_pushed_ctx);
 }
 
-size_t hr_feeds_push_job(hr_feeds *f, hr_batch *b, const hr_feed_job *j) {
+/* Add to b the push of job j onto the fan-out queue (hr_feeds_notify wakes
+ * local workers once b has run). */
+static size_t push_job(hr_feeds *f, hr_batch *b, const hr_feed_job *j) {
     hr_buf k = HR_BUF_INIT, v = HR_BUF_INIT;
     hr_feed_job_encode(j, &v);
     size_t op = hr_qpush(b, hr_feeds_queue_key(f, &k), hr_buf_slice(&v));
@@ -319,7 +325,7 @@ int hr_feeds_create(hr_feeds *f, const hr_activity *in, int64_t now_ms, hr_arena
         hr_batch_reset(b);
     }
     if (rc == HR_OK) {
-        hr_feeds_push_job(f, b, &job);
+        push_job(f, b, &job);
         rc = hr_core_exec(f->store, b, 0, "create activity", err);
     }
     if (rc == HR_OK) {
@@ -386,7 +392,7 @@ int hr_feeds_delete(hr_feeds *f, hr_slice id, int64_t now_ms, hr_err *err) {
         hr_buf v = HR_BUF_INIT;
         hr_batch *b = hr_batch_new();
         hr_feed_job job = {.kind = HR_JOB_REMOVE, .activity = act, .time_ms = now_ms};
-        hr_feeds_push_job(f, b, &job);
+        push_job(f, b, &job);
         /* The job first, the tombstone last: a retry after a crash between
          * them still finds the activity, so it pushes the job again. */
         hr_activity_encode(&act, true, &v);
@@ -418,7 +424,7 @@ int hr_feeds_relation_job(hr_feeds *f, hr_batch *b, hr_slice uid, bool group, hr
         return hr_err_set(err, HR_EINVAL, "%s must be an identifier", group ? "gid" : "target");
     hr_feed_job job = {
         .kind = HR_JOB_RELATION, .uid = uid, .other = other, .group = group, .adds = adds, .time_ms = now_ms};
-    hr_feeds_push_job(f, b, &job);
+    push_job(f, b, &job);
     return HR_OK;
 }
 

@@ -14,7 +14,8 @@
  *   {NSg/GID}/fd        tlist   the group's feed (target "group:GID")
  *   {NSix/K/V}/l        tlist   index: K is verb, object or target
  *   {NSbig}             zset    every big account: "u:UID" / "g:GID"
- *   {NSq/QUEUE}         queue   fan-out jobs (core/fanout.h); QUEUE is the
+ *   {NSq/QUEUE}         queue   fan-out jobs (core/feed_job.h, run by
+ *                               core/fanout.h); QUEUE is the
  *                               fanout_queue setting, "fanout" by default
  *
  * Creating an activity costs 3 round trips on RocksDB: (1) a read of the

@@ -1,6 +1,9 @@
-/* feeds_internal.h — what feeds.c (requests) and fanout.c (background jobs)
- * share: the feeds object, the keys of feeds.h, and the fan-out jobs.
- * Nothing outside these two files includes it. */
+/* feeds_internal.h — what fanout.c (background jobs) needs of feeds.c
+ * beyond feeds.h: the feeds object, the keys of feeds.h, and the writes and
+ * reads a job repeats. The jobs themselves are feed_job.h. Dependencies
+ * point one way: fanout.c calls feeds.c, which calls fanout.c only through
+ * the job_pushed hook that hr_fanout_start sets. Nothing outside feeds.c,
+ * feeds_memo.c, fanout.c (and the unit tests) includes it. */
 #ifndef HR_FEEDS_INTERNAL_H
 #define HR_FEEDS_INTERNAL_H
 
@@ -87,34 +90,5 @@ void hr_page_memo_item(hr_page_memo *pm, hr_slice id, hr_slice body);
 void hr_page_memo_put(hr_feeds *f, hr_slice uid, const hr_feed_req *req, hr_page_memo *pm,
                       const hr_feed_page *page);
 void hr_page_memo_end(hr_page_memo *pm);
-
-/* ---- Fan-out jobs ---- */
-
-typedef enum {
-    HR_JOB_ADD = 1,      /* an activity was created: fan it out */
-    HR_JOB_REMOVE = 2,   /* an activity was deleted: remove its entries */
-    HR_JOB_RELATION = 3, /* follow / unfollow / join / leave: backfill or remove */
-} hr_job_kind;
-
-/* Flags of an ADD job: the actor / group became big with this activity, and
- * their followers' /big sets must learn it. */
-enum { HR_JOB_MARK_ACTOR_BIG = 1, HR_JOB_MARK_GROUP_BIG = 2 };
-
-typedef struct hr_feed_job {
-    hr_job_kind kind;
-    /* ADD, REMOVE: the activity (its fanned_* flags say what to fan out). */
-    hr_activity activity;
-    unsigned flags;
-    /* RELATION */
-    hr_slice uid, other;
-    bool group, adds;
-    int64_t time_ms; /* when the job was made */
-} hr_feed_job;
-
-void hr_feed_job_encode(const hr_feed_job *j, hr_buf *out);
-int hr_feed_job_decode(hr_slice payload, hr_arena *a, hr_feed_job *out, hr_err *err);
-
-/* Push job j onto the queue in b (and remember to wake local workers). */
-size_t hr_feeds_push_job(hr_feeds *f, hr_batch *b, const hr_feed_job *j);
 
 #endif
