@@ -15,6 +15,7 @@
 #include "core/exec.h"
 #include "core/feed_job.h"
 #include "core/feeds_internal.h"
+#include "core/feeds_memo.h"
 
 /* ---- Keys ---- */
 
@@ -406,6 +407,12 @@ int hr_feeds_delete(hr_feeds *f, hr_slice id, int64_t now_ms, hr_err *err) {
     return rc;
 }
 
+bool hr_feeds_page_memo_stats(hr_feeds *f, hr_memo_stats *out) {
+    if (f->pages == NULL) return false;
+    *out = hr_memo_stats_of(f->pages);
+    return true;
+}
+
 int hr_feeds_big_count(hr_feeds *f, int64_t *n, hr_err *err) {
     hr_buf k = HR_BUF_INIT;
     hr_batch *b = hr_batch_new();
@@ -487,7 +494,7 @@ typedef struct page_plan {
     hr_slice big_key;          /* timelines: the reader's big accounts, read with the first round */
     size_t first_big;          /* keys from this one on are big accounts' feeds: every reader of
                                 * one follower reads them, so the store is told they are hot */
-    hr_page_memo *memo;        /* a home first page that may be kept (feeds_memo.c), or NULL */
+    hr_page_memo *memo;        /* a home first page that may be kept (feeds_memo.h), or NULL */
 } page_plan;
 
 #define READ_ROUNDS 8
@@ -577,7 +584,7 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
         hr_tlrange_spec hot = spec;
         hot.hot = true;
         for (size_t i = 0; i < plan->n_keys; i++) {
-            hr_page_memo_stamp(f, memo, plan->keys[i]);
+            hr_page_memo_stamp(memo, plan->keys[i]);
             hr_tlrange(b, plan->keys[i], i >= plan->first_big ? &hot : &spec);
         }
         /* A timeline's first round also reads the reader's big accounts, so
@@ -585,7 +592,7 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
          * round trip and one multi-get. */
         bool big_now = round == 0 && plan->big_key.len > 0;
         hr_zrange_spec every = hr_zrange_all(false, HR_ZRANGE_LIMIT_MAX);
-        if (big_now) hr_page_memo_stamp(f, memo, plan->big_key);
+        if (big_now) hr_page_memo_stamp(memo, plan->big_key);
         size_t big_op = big_now ? hr_zrange(b, plan->big_key, &every) : 0;
         rc = hr_core_exec(f->store, b, 0, "feed", err);
         if (rc != HR_OK) break;
@@ -601,7 +608,7 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
             collect(b, 0, n_lists, all, &n, &more, a);
             hr_batch_reset(b);
             for (size_t i = n_lists; i < plan->n_keys; i++) {
-                hr_page_memo_stamp(f, memo, plan->keys[i]);
+                hr_page_memo_stamp(memo, plan->keys[i]);
                 hr_tlrange(b, plan->keys[i], &hot);
             }
             rc = hr_core_exec(f->store, b, 0, "feed", err);
@@ -616,7 +623,7 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
             collect(b, 0, n_lists, all, &n, &more, a);
         }
         for (size_t i = 0; memo->on && i < n; i++)
-            hr_page_memo_entry(f, memo, (int64_t)all[i].score);
+            hr_page_memo_entry(memo, hr_feeds_entry_expiry(f, (int64_t)all[i].score));
         /* Merge: the newest `want` of all lists, without repeats. */
         qsort(all, n, sizeof *all, entry_cmp);
         size_t m = 0;
@@ -630,7 +637,7 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
         hr_batch_reset(b);
         for (size_t i = 0; i < m; i++) {
             hr_slice body_key = hr_feeds_body_key(f, all[i].member, &k);
-            hr_page_memo_stamp(f, memo, body_key);
+            hr_page_memo_stamp(memo, body_key);
             hr_get(b, body_key);
         }
         rc = hr_core_exec(f->store, b, 0, "feed", err);
@@ -688,14 +695,17 @@ int hr_feeds_read(hr_feeds *f, hr_feed_kind kind, hr_slice id, const hr_feed_req
         plan.big_key = hr_arena_copy(a, hr_feeds_user_key(f, id, "/big", &k));
     }
     hr_buf_free(&k);
-    if (kind != HR_FEED_TIMELINE || !hr_page_memo_fits(f, req))
-        return read_page(f, &plan, req, now_ms, a, out, err);
-    if (hr_page_memo_get(f, id, req, now_ms, a, out)) return HR_OK;
+    /* Kept (feeds_memo.h): a home timeline's first page, with no bounds. */
+    bool kept = kind == HR_FEED_TIMELINE && f->pages && req->cursor == NULL && req->offset == 0 &&
+                req->before_ms == INT64_MAX && req->after_ms == INT64_MIN;
+    if (!kept) return read_page(f, &plan, req, now_ms, a, out, err);
+    if (hr_page_memo_get(f->pages, id, req->limit, now_ms, a, &out->items, &out->n, &out->next_cursor))
+        return HR_OK;
     hr_page_memo memo;
-    hr_page_memo_begin(&memo);
+    hr_page_memo_begin(&memo, f->store);
     plan.memo = &memo;
     int rc = read_page(f, &plan, req, now_ms, a, out, err);
-    if (rc == HR_OK) hr_page_memo_put(f, id, req, &memo, out);
+    if (rc == HR_OK) hr_page_memo_put(f->pages, id, req->limit, &memo, out->n, out->next_cursor);
     hr_page_memo_end(&memo);
     return rc;
 }
