@@ -115,12 +115,13 @@ void hr_feeds_free(hr_feeds *f) {
     free(f);
 }
 
-void hr_feeds_notify(hr_feeds *f) {
+/* Wake this process's fan-out workers: after a batch holding a job ran. */
+static void notify(hr_feeds *f) {
     if (f->job_pushed) f->job_pushed(f->job_pushed_ctx);
 }
 
-/* Add to b the push of job j onto the fan-out queue (hr_feeds_notify wakes
- * local workers once b has run). */
+/* Add to b the push of job j onto the fan-out queue (notify wakes local
+ * workers once b has run). */
 static size_t push_job(hr_feeds *f, hr_batch *b, const hr_feed_job *j) {
     hr_buf k = HR_BUF_INIT, v = HR_BUF_INIT;
     hr_feed_job_encode(j, &v);
@@ -342,7 +343,7 @@ int hr_feeds_create(hr_feeds *f, const hr_activity *in, int64_t now_ms, hr_arena
     hr_buf_free(&acct);
     hr_batch_free(b);
     if (rc != HR_OK) return rc;
-    hr_feeds_notify(f);
+    notify(f);
     *out = act;
     out->actor = hr_arena_copy(a, act.actor);
     out->verb = hr_arena_copy(a, act.verb);
@@ -401,7 +402,7 @@ int hr_feeds_delete(hr_feeds *f, hr_slice id, int64_t now_ms, hr_err *err) {
                              err);
         hr_batch_free(b);
         hr_buf_free(&v);
-        if (rc == HR_OK) hr_feeds_notify(f);
+        if (rc == HR_OK) notify(f);
     }
     hr_arena_free(&arena);
     return rc;
@@ -424,8 +425,11 @@ int hr_feeds_big_count(hr_feeds *f, int64_t *n, hr_err *err) {
     return rc;
 }
 
-int hr_feeds_relation_job(hr_feeds *f, hr_batch *b, hr_slice uid, bool group, hr_slice other, bool adds,
-                          int64_t now_ms, hr_err *err) {
+/* ---- Graph changes ---- */
+
+/* Add to b the job that follows a graph change (hr_feeds_relate). */
+static int push_relation_job(hr_feeds *f, hr_batch *b, hr_slice uid, bool group, hr_slice other, bool adds,
+                             int64_t now_ms, hr_err *err) {
     if (!hr_ident_valid(uid)) return hr_err_set(err, HR_EINVAL, "uid must be an identifier");
     if (!hr_ident_valid(other))
         return hr_err_set(err, HR_EINVAL, "%s must be an identifier", group ? "gid" : "target");
@@ -433,6 +437,25 @@ int hr_feeds_relation_job(hr_feeds *f, hr_batch *b, hr_slice uid, bool group, hr
         .kind = HR_JOB_RELATION, .uid = uid, .other = other, .group = group, .adds = adds, .time_ms = now_ms};
     push_job(f, b, &job);
     return HR_OK;
+}
+
+int hr_feeds_relate(hr_feeds *f, hr_slice uid, bool group, hr_slice other, bool adds, int64_t now_ms,
+                    bool *changed, hr_err *err) {
+    bool flag = false;
+    hr_batch *b = hr_batch_new();
+    /* The job first: it is acknowledged with the change or not at all. The
+     * graph runs b (graph.h). */
+    int rc = push_relation_job(f, b, uid, group, other, adds, now_ms, err);
+    if (rc == HR_OK && !group)
+        rc = adds ? hr_graph_follow(f->graph, b, uid, other, now_ms, &flag, err)
+                  : hr_graph_unfollow(f->graph, b, uid, other, &flag, err);
+    else if (rc == HR_OK)
+        rc = adds ? hr_graph_join(f->graph, b, other, uid, now_ms, &flag, err)
+                  : hr_graph_leave(f->graph, b, other, uid, &flag, err);
+    hr_batch_free(b);
+    if (rc == HR_OK) notify(f);
+    if (changed) *changed = rc == HR_OK && flag;
+    return rc;
 }
 
 /* ---- Pages ---- */

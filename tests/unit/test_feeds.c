@@ -544,22 +544,16 @@ typedef struct crash_case {
     hr_activity act; /* the activity an update or delete changes */
 } crash_case;
 
-static int crash_request(env *e, hr_graph *graph, hr_feeds *feeds, crash_case *c, hr_activity *out,
-                         hr_err *err) {
+static int crash_request(env *e, hr_feeds *feeds, crash_case *c, hr_activity *out, hr_err *err) {
     hr_slice id = hr_slice_of(c->act.id, HR_ACTIVITY_ID_LEN), obj = hr_slice_str(c->o2);
     bool dup;
     switch (c->what) {
     case CRASH_CREATE: return hr_feeds_create(feeds, &c->in, e->now, &e->a, out, &dup, err);
     case CRASH_UPDATE: return hr_feeds_update(feeds, id, &obj, hr_slice_str("{}"), &e->a, out, err);
     case CRASH_DELETE: return hr_feeds_delete(feeds, id, e->now, err);
-    default: { /* as the API does it: the job first, then the graph */
-        hr_batch *b = hr_batch_new();
-        hr_slice user = hr_slice_str(c->fan), target = hr_slice_str(c->actor);
-        int rc = hr_feeds_relation_job(feeds, b, user, false, target, true, e->now, err);
-        if (rc == HR_OK) rc = hr_graph_follow(graph, b, user, target, e->now, NULL, err);
-        hr_batch_free(b);
-        return rc;
-    }
+    default: /* as the API does it (hr_feeds_relate: the job first, then the graph) */
+        return hr_feeds_relate(feeds, hr_slice_str(c->fan), false, hr_slice_str(c->actor), true, e->now, NULL,
+                               err);
     }
 }
 
@@ -610,7 +604,7 @@ static size_t crash_then_retry(env *e, crash_op what, int n, size_t at, uint64_t
         .ns = e->ns, .fanout_threshold = 10000, .timeline_ttl_ms = 60LL * 86400000, .timeline_max = 1000};
     hr_feeds *feeds = hr_feeds_new(dying, graph, &o);
     hr_activity out;
-    int rc = crash_request(e, graph, feeds, &c, &out, &err);
+    int rc = crash_request(e, feeds, &c, &out, &err);
     bool crashed = fault_store_hit(dying);
     cr_assert(crashed ? rc != HR_OK : rc == HR_OK, "crash at %zu/%#llx: rc %d (%s)", at,
               (unsigned long long)keep, rc, err.msg);
@@ -620,7 +614,7 @@ static size_t crash_then_retry(env *e, crash_op what, int n, size_t at, uint64_t
     hr_store_close(dying);
 
     /* the retry (a delete that finds the activity gone answers 404), the jobs */
-    rc = crash_request(e, e->graph, e->feeds, &c, &out, &err);
+    rc = crash_request(e, e->feeds, &c, &out, &err);
     cr_assert(rc == HR_OK || (what == CRASH_DELETE && rc == HR_ENOTFOUND),
               "crash at %zu/%#llx: the retry: %s", at, (unsigned long long)keep, err.msg);
     drain(e);
