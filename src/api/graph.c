@@ -9,9 +9,10 @@
  *   GET    /api/v1/users/{uid}/groups             {"groups": [...], "next_cursor"}
  *
  * Writes act for {uid} (the route table lets only that user or the admin
- * call them); the graph itself is public, as on most social networks. The
- * timeline side effects (backfill on follow and join, removal on unfollow
- * and leave) are fan-out jobs the feeds module adds to the same batch. */
+ * call them); the graph itself is public, as on most social networks. A
+ * write is one call to core, hr_feeds_relate (core/feeds.h), which makes
+ * the change with its timeline side effects (backfill on follow and join,
+ * removal on unfollow and leave). */
 #include "api/api.h"
 #include "api/json.h"
 #include "common/clock.h"
@@ -32,18 +33,29 @@ static void list(hr_request *req, hr_graph_set set, const char *param, const cha
     hr_list_req lr;
     hr_id_page page;
     int rc = hr_api_list_query(req, &lr, &err);
-    if (rc == HR_OK) rc = hr_graph_list(app->graph, set, hr_req_param(req, param), &lr, hr_req_arena(req), &page, &err);
+    if (rc == HR_OK)
+        rc = hr_graph_list(app->graph, set, hr_req_param(req, param), &lr, hr_req_arena(req), &page, &err);
     if (rc != HR_OK) return hr_reply_error(req, rc, &err);
     reply_ids(req, field, &page);
 }
 
-void hr_api_follows_list(hr_request *req) { list(req, HR_GRAPH_FOLLOWS, "uid", "users"); }
-void hr_api_followers_list(hr_request *req) { list(req, HR_GRAPH_FOLLOWERS, "uid", "users"); }
-void hr_api_friends_list(hr_request *req) { list(req, HR_GRAPH_FRIENDS, "uid", "users"); }
-void hr_api_user_groups_list(hr_request *req) { list(req, HR_GRAPH_GROUPS, "uid", "groups"); }
-void hr_api_group_members_list(hr_request *req) { list(req, HR_GRAPH_MEMBERS, "gid", "users"); }
+void hr_api_follows_list(hr_request *req) {
+    list(req, HR_GRAPH_FOLLOWS, "uid", "users");
+}
+void hr_api_followers_list(hr_request *req) {
+    list(req, HR_GRAPH_FOLLOWERS, "uid", "users");
+}
+void hr_api_friends_list(hr_request *req) {
+    list(req, HR_GRAPH_FRIENDS, "uid", "users");
+}
+void hr_api_user_groups_list(hr_request *req) {
+    list(req, HR_GRAPH_GROUPS, "uid", "groups");
+}
+void hr_api_group_members_list(hr_request *req) {
+    list(req, HR_GRAPH_MEMBERS, "gid", "users");
+}
 
-/* One graph write with its fan-out job in the same batch. */
+/* One graph write, with its timeline side effects (core/feeds.h). */
 typedef enum { FOLLOW, UNFOLLOW, JOIN, LEAVE } graph_change;
 
 static void change(hr_request *req, graph_change what) {
@@ -53,28 +65,23 @@ static void change(hr_request *req, graph_change what) {
     bool groups = what == JOIN || what == LEAVE;
     hr_slice uid = hr_req_param(req, "uid");
     hr_slice other = groups ? hr_req_param(req, "gid") : hr_req_param(req, "target");
-    int64_t now = hr_now_ms();
     bool flag = false;
-    hr_batch *b = hr_batch_new();
-    /* The job first: it is acknowledged with the change or not at all. */
-    int rc = hr_feeds_relation_job(app->feeds, b, uid, groups, other, adds, now, &err);
-    if (rc == HR_OK) {
-        switch (what) {
-        case FOLLOW: rc = hr_graph_follow(app->graph, b, uid, other, now, &flag, &err); break;
-        case UNFOLLOW: rc = hr_graph_unfollow(app->graph, b, uid, other, &flag, &err); break;
-        case JOIN: rc = hr_graph_join(app->graph, b, other, uid, now, &flag, &err); break;
-        case LEAVE: rc = hr_graph_leave(app->graph, b, other, uid, &flag, &err); break;
-        }
-    }
-    hr_batch_free(b);
+    int rc = hr_feeds_relate(app->feeds, uid, groups, other, adds, hr_now_ms(), &flag, &err);
     if (rc != HR_OK) return hr_reply_error(req, rc, &err);
-    hr_feeds_notify(app->feeds);
     const char *state = groups ? "member" : "following";
     const char *before = adds ? "new" : groups ? "was_member" : "was_following";
     hr_reply_json(req, 200, json_pack("{s:b,s:b}", state, adds, before, flag));
 }
 
-void hr_api_follow(hr_request *req) { change(req, FOLLOW); }
-void hr_api_unfollow(hr_request *req) { change(req, UNFOLLOW); }
-void hr_api_group_join(hr_request *req) { change(req, JOIN); }
-void hr_api_group_leave(hr_request *req) { change(req, LEAVE); }
+void hr_api_follow(hr_request *req) {
+    change(req, FOLLOW);
+}
+void hr_api_unfollow(hr_request *req) {
+    change(req, UNFOLLOW);
+}
+void hr_api_group_join(hr_request *req) {
+    change(req, JOIN);
+}
+void hr_api_group_leave(hr_request *req) {
+    change(req, LEAVE);
+}

@@ -1,4 +1,9 @@
-/* fanout.c — see fanout.h. */
+/* fanout.c — see fanout.h: the fan-out workers, and what each job does.
+ * It is the top of the feeds modules: it calls feeds.c (the feeds object,
+ * its keys and the writes a job repeats, feeds_internal.h) and decodes jobs
+ * with feed_job.h, while feeds.c knows of it only the job_pushed hook that
+ * hr_fanout_start sets. So the calls point one way: fanout -> feeds ->
+ * feed_job (the codec once lived here, and feeds.c called in to encode). */
 #include "core/fanout.h"
 
 #include <pthread.h>
@@ -13,73 +18,16 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "core/exec.h"
+#include "core/feed_job.h"
 #include "core/feeds_internal.h"
 
 static _Atomic uint64_t entries_total, jobs_total;
 
-uint64_t hr_fanout_entries_total(void) { return atomic_load(&entries_total); }
-uint64_t hr_fanout_jobs_total(void) { return atomic_load(&jobs_total); }
-
-/* ---- Job payloads ----
- *   u8 kind | u8 flags | u64be time_ms | then
- *   ADD, REMOVE: u32be length + the activity's stored form, then its id
- *   RELATION:    u8 group | u8 adds | u8 length + uid | u8 length + other */
-
-void hr_feed_job_encode(const hr_feed_job *j, hr_buf *out) {
-    hr_buf_append_byte(out, (uint8_t)j->kind);
-    hr_buf_append_byte(out, (uint8_t)j->flags);
-    hr_buf_append_u64be(out, (uint64_t)j->time_ms);
-    if (j->kind == HR_JOB_RELATION) {
-        hr_buf_append_byte(out, j->group);
-        hr_buf_append_byte(out, j->adds);
-        hr_buf_append_byte(out, (uint8_t)j->uid.len);
-        hr_buf_append_slice(out, j->uid);
-        hr_buf_append_byte(out, (uint8_t)j->other.len);
-        hr_buf_append_slice(out, j->other);
-        return;
-    }
-    hr_buf body = HR_BUF_INIT;
-    hr_activity_encode(&j->activity, false, &body);
-    hr_buf_append_u32be(out, (uint32_t)body.len);
-    hr_buf_append_slice(out, hr_buf_slice(&body));
-    hr_buf_append(out, j->activity.id, HR_ACTIVITY_ID_LEN);
-    hr_buf_free(&body);
+uint64_t hr_fanout_entries_total(void) {
+    return atomic_load(&entries_total);
 }
-
-static bool take_short(const unsigned char **p, const unsigned char *end, hr_arena *a, hr_slice *out) {
-    if (*p >= end || (size_t)(end - *p - 1) < **p || **p == 0) return false;
-    *out = hr_arena_copy(a, hr_slice_of((const char *)*p + 1, **p));
-    *p += 1 + out->len;
-    return true;
-}
-
-int hr_feed_job_decode(hr_slice payload, hr_arena *a, hr_feed_job *out, hr_err *err) {
-    memset(out, 0, sizeof *out);
-    const unsigned char *p = (const unsigned char *)payload.ptr, *end = p + payload.len;
-    if (payload.len < 10) goto bad;
-    out->kind = p[0];
-    out->flags = p[1];
-    out->time_ms = (int64_t)hr_load_u64be(p + 2);
-    p += 10;
-    if (out->kind == HR_JOB_RELATION) {
-        if (end - p < 2) goto bad;
-        out->group = p[0];
-        out->adds = p[1];
-        p += 2;
-        if (!take_short(&p, end, a, &out->uid) || !take_short(&p, end, a, &out->other) || p != end) goto bad;
-        return HR_OK;
-    }
-    if (out->kind != HR_JOB_ADD && out->kind != HR_JOB_REMOVE) goto bad;
-    if (end - p < 4) goto bad;
-    size_t n = hr_load_u32be(p);
-    p += 4;
-    if ((size_t)(end - p) != n + HR_ACTIVITY_ID_LEN) goto bad;
-    bool tomb;
-    hr_slice id = hr_slice_of((const char *)p + n, HR_ACTIVITY_ID_LEN);
-    if (!hr_activity_id_valid(id)) goto bad;
-    return hr_activity_decode(id, hr_slice_of((const char *)p, n), a, &out->activity, &tomb, err);
-bad:
-    return hr_err_set(err, HR_EINTERNAL, "fan-out job payload is not valid");
+uint64_t hr_fanout_jobs_total(void) {
+    return atomic_load(&jobs_total);
 }
 
 /* ---- Running one job ---- */
@@ -165,11 +113,11 @@ typedef struct job_run {
 } job_run;
 
 enum {
-    PHASE_ENTRIES,      /* the activity's own entries */
-    PHASE_FOLLOWERS,    /* followers' timelines */
-    PHASE_MEMBERS,      /* group members' timelines */
-    PHASE_MARK_ACTOR,   /* followers' /big sets */
-    PHASE_MARK_GROUP,   /* members' /big sets */
+    PHASE_ENTRIES,    /* the activity's own entries */
+    PHASE_FOLLOWERS,  /* followers' timelines */
+    PHASE_MEMBERS,    /* group members' timelines */
+    PHASE_MARK_ACTOR, /* followers' /big sets */
+    PHASE_MARK_GROUP, /* members' /big sets */
     PHASE_DONE,
 };
 
@@ -263,8 +211,10 @@ typedef void (*member_fn)(job_run *r, hr_batch *b, hr_batch *trims, hr_slice mem
  * write, the tombstones being in the memtable), BENCHMARKS.md. */
 static bool trim_now(hr_slice member, const char *id) {
     uint32_t h = 2166136261u;
-    for (size_t i = 0; i < member.len; i++) h = (h ^ (uint8_t)member.ptr[i]) * 16777619u;
-    for (size_t i = 0; i < HR_ACTIVITY_ID_LEN; i++) h = (h ^ (uint8_t)id[i]) * 16777619u;
+    for (size_t i = 0; i < member.len; i++)
+        h = (h ^ (uint8_t)member.ptr[i]) * 16777619u;
+    for (size_t i = 0; i < HR_ACTIVITY_ID_LEN; i++)
+        h = (h ^ (uint8_t)id[i]) * 16777619u;
     return (h & 1023) == 0;
 }
 
@@ -282,7 +232,8 @@ static void add_to_timeline(job_run *r, hr_batch *b, hr_batch *trims, hr_slice m
 
 static void remove_from_timeline(job_run *r, hr_batch *b, hr_batch *trims, hr_slice member, hr_buf *k) {
     const hr_activity *act = &r->job.activity;
-    hr_tlrem(b, hr_feeds_user_key(r->f, member, "/tl", k), act->time_ms, hr_slice_of(act->id, HR_ACTIVITY_ID_LEN));
+    hr_tlrem(b, hr_feeds_user_key(r->f, member, "/tl", k), act->time_ms,
+             hr_slice_of(act->id, HR_ACTIVITY_ID_LEN));
 }
 
 static void mark_actor_big(job_run *r, hr_batch *b, hr_batch *trims, hr_slice member, hr_buf *k) {
@@ -335,7 +286,8 @@ static int paged_phase(job_run *r, unsigned phase, hr_graph_set set, hr_slice id
             hr_batch_reset(wb);
             hr_batch_reset(tb);
         }
-        for (size_t i = 0; i < page->n_entries; i++) fn(r, wb, tb, page->entries[i].member, &k);
+        for (size_t i = 0; i < page->n_entries; i++)
+            fn(r, wb, tb, page->entries[i].member, &k);
         if (gathering) {
             if (counts) r->g->entries += page->n_entries;
         } else {
@@ -414,7 +366,8 @@ static int run_remove(job_run *r, hr_err *err) {
         hr_batch_free(b);
     }
     if (rc == HR_OK && act->fanned_followers)
-        rc = paged_phase(r, PHASE_FOLLOWERS, HR_GRAPH_FOLLOWERS, act->actor, remove_from_timeline, false, err);
+        rc =
+            paged_phase(r, PHASE_FOLLOWERS, HR_GRAPH_FOLLOWERS, act->actor, remove_from_timeline, false, err);
     if (rc == HR_OK && act->fanned_members && group.len)
         rc = paged_phase(r, PHASE_MEMBERS, HR_GRAPH_MEMBERS, group, remove_from_timeline, false, err);
     return rc;
@@ -427,7 +380,8 @@ static int run_backfill(job_run *r, hr_slice account, hr_err *err) {
     hr_buf k = HR_BUF_INIT, k2 = HR_BUF_INIT;
     hr_batch *b = hr_batch_new();
     size_t op_big = hr_zscore(b, hr_feeds_big_key(r->f, &k), account);
-    hr_slice feed = j->group ? hr_feeds_group_key(r->f, j->other, &k) : hr_feeds_user_key(r->f, j->other, "/fd", &k);
+    hr_slice feed =
+        j->group ? hr_feeds_group_key(r->f, j->other, &k) : hr_feeds_user_key(r->f, j->other, "/fd", &k);
     hr_tlrange_spec spec = hr_tlrange_all(r->f->opts.timeline_max, r->now_ms);
     spec.after_ms = r->now_ms - r->f->opts.timeline_ttl_ms;
     size_t op_feed = hr_tlrange(b, feed, &spec);
@@ -470,8 +424,8 @@ static int run_unlink(job_run *r, hr_slice account, hr_err *err) {
      * (leave) of the user. */
     hr_slice *keep = NULL;
     size_t n_keep = 0;
-    int rc = hr_graph_all(r->f->graph, j->group ? HR_GRAPH_FOLLOWS : HR_GRAPH_GROUPS, j->uid, HR_ZRANGE_LIMIT_MAX,
-                          r->a, &keep, &n_keep, err);
+    int rc = hr_graph_all(r->f->graph, j->group ? HR_GRAPH_FOLLOWS : HR_GRAPH_GROUPS, j->uid,
+                          HR_ZRANGE_LIMIT_MAX, r->a, &keep, &n_keep, err);
     if (rc != HR_OK) return rc;
     hr_buf k = HR_BUF_INIT, tl = HR_BUF_INIT;
     hr_feeds_user_key(r->f, j->uid, "/tl", &tl);
@@ -494,7 +448,8 @@ static int run_unlink(job_run *r, hr_slice account, hr_err *err) {
             entries[i].member = hr_arena_copy(r->a, page->entries[i].member);
         }
         hr_batch_reset(b);
-        for (size_t i = 0; i < n; i++) hr_get(b, hr_feeds_body_key(r->f, entries[i].member, &k));
+        for (size_t i = 0; i < n; i++)
+            hr_get(b, hr_feeds_body_key(r->f, entries[i].member, &k));
         rc = hr_core_exec(r->f->store, b, 0, "unlink", err);
         hr_batch *wb = hr_batch_new();
         for (size_t i = 0; rc == HR_OK && i < n; i++) {
@@ -504,8 +459,9 @@ static int run_unlink(job_run *r, hr_slice account, hr_err *err) {
             bool tomb;
             if (hr_activity_decode(entries[i].member, res->value, r->a, &act, &tomb, err) != HR_OK) continue;
             hr_slice group = hr_activity_group(&act);
-            bool drop = j->group ? hr_slice_eq(group, j->other) && !contains(keep, n_keep, act.actor)
-                                 : hr_slice_eq(act.actor, j->other) && !(group.len && contains(keep, n_keep, group));
+            bool drop =
+                j->group ? hr_slice_eq(group, j->other) && !contains(keep, n_keep, act.actor)
+                         : hr_slice_eq(act.actor, j->other) && !(group.len && contains(keep, n_keep, group));
             if (drop) hr_tlrem(wb, hr_buf_slice(&tl), (int64_t)entries[i].score, entries[i].member);
         }
         if (rc == HR_OK && hr_batch_len(wb)) rc = hr_core_exec(r->f->store, wb, 0, "unlink", err);
@@ -594,8 +550,8 @@ skip:
     return rc;
 }
 
-int hr_fanout_run(hr_feeds *f, const hr_fanout_options *o, const char *consumer, size_t max_jobs, size_t *done,
-                  hr_err *err) {
+int hr_fanout_run(hr_feeds *f, const hr_fanout_options *o, const char *consumer, size_t max_jobs,
+                  size_t *done, hr_err *err) {
     *done = 0;
     if (max_jobs > HR_QCLAIM_MAX) max_jobs = HR_QCLAIM_MAX;
     gather g = {0}, *gp = NULL;
@@ -738,7 +694,8 @@ void hr_fanout_stop(hr_fanout *fo) {
     fo->stop = true;
     pthread_cond_broadcast(&fo->wake);
     pthread_mutex_unlock(&fo->mu);
-    for (unsigned i = 0; i < fo->n_threads; i++) pthread_join(fo->threads[i], NULL);
+    for (unsigned i = 0; i < fo->n_threads; i++)
+        pthread_join(fo->threads[i], NULL);
     fo->f->job_pushed = NULL;
     fo->f->job_pushed_ctx = NULL;
     pthread_mutex_destroy(&fo->mu);

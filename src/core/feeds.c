@@ -1,5 +1,8 @@
 /* feeds.c — see feeds.h: activity create / read / update / delete and feed
- * pages. The background half (fan-out jobs) is fanout.c. */
+ * pages. It makes the fan-out jobs (feed_job.h) and pushes them; running
+ * them is the background half, fanout.c, which calls in here
+ * (feeds_internal.h) and never the other way but through the job_pushed
+ * hook. */
 #include "core/feeds.h"
 
 #include <inttypes.h>
@@ -10,7 +13,9 @@
 #include "common/alloc.h"
 #include "common/ident.h"
 #include "core/exec.h"
+#include "core/feed_job.h"
 #include "core/feeds_internal.h"
+#include "core/feeds_memo.h"
 
 /* ---- Keys ---- */
 
@@ -110,11 +115,14 @@ void hr_feeds_free(hr_feeds *f) {
     free(f);
 }
 
-void hr_feeds_notify(hr_feeds *f) {
+/* Wake this process's fan-out workers: after a batch holding a job ran. */
+static void notify(hr_feeds *f) {
     if (f->job_pushed) f->job_pushed(f->job_pushed_ctx);
 }
 
-size_t hr_feeds_push_job(hr_feeds *f, hr_batch *b, const hr_feed_job *j) {
+/* Add to b the push of job j onto the fan-out queue (notify wakes local
+ * workers once b has run). */
+static size_t push_job(hr_feeds *f, hr_batch *b, const hr_feed_job *j) {
     hr_buf k = HR_BUF_INIT, v = HR_BUF_INIT;
     hr_feed_job_encode(j, &v);
     size_t op = hr_qpush(b, hr_feeds_queue_key(f, &k), hr_buf_slice(&v));
@@ -233,8 +241,8 @@ static int create_plan(hr_feeds *f, hr_activity *act, hr_arena *a, hr_slice *exi
     hr_slice group = hr_activity_group(act);
     hr_buf k = HR_BUF_INIT, acct = HR_BUF_INIT;
     hr_batch *b = hr_batch_new();
-    size_t op_fid = act->foreign_id.len ? hr_get(b, hr_feeds_fid_key(f, act->actor, act->foreign_id, &k))
-                                        : SIZE_MAX;
+    size_t op_fid =
+        act->foreign_id.len ? hr_get(b, hr_feeds_fid_key(f, act->actor, act->foreign_id, &k)) : SIZE_MAX;
     hr_buf_clear(&k);
     hr_graph_key(f->graph, HR_GRAPH_FOLLOWERS, act->actor, &k);
     size_t op_followers = hr_zcard(b, hr_buf_slice(&k));
@@ -319,7 +327,7 @@ int hr_feeds_create(hr_feeds *f, const hr_activity *in, int64_t now_ms, hr_arena
         hr_batch_reset(b);
     }
     if (rc == HR_OK) {
-        hr_feeds_push_job(f, b, &job);
+        push_job(f, b, &job);
         rc = hr_core_exec(f->store, b, 0, "create activity", err);
     }
     if (rc == HR_OK) {
@@ -335,7 +343,7 @@ int hr_feeds_create(hr_feeds *f, const hr_activity *in, int64_t now_ms, hr_arena
     hr_buf_free(&acct);
     hr_batch_free(b);
     if (rc != HR_OK) return rc;
-    hr_feeds_notify(f);
+    notify(f);
     *out = act;
     out->actor = hr_arena_copy(a, act.actor);
     out->verb = hr_arena_copy(a, act.verb);
@@ -386,7 +394,7 @@ int hr_feeds_delete(hr_feeds *f, hr_slice id, int64_t now_ms, hr_err *err) {
         hr_buf v = HR_BUF_INIT;
         hr_batch *b = hr_batch_new();
         hr_feed_job job = {.kind = HR_JOB_REMOVE, .activity = act, .time_ms = now_ms};
-        hr_feeds_push_job(f, b, &job);
+        push_job(f, b, &job);
         /* The job first, the tombstone last: a retry after a crash between
          * them still finds the activity, so it pushes the job again. */
         hr_activity_encode(&act, true, &v);
@@ -394,10 +402,16 @@ int hr_feeds_delete(hr_feeds *f, hr_slice id, int64_t now_ms, hr_err *err) {
                              err);
         hr_batch_free(b);
         hr_buf_free(&v);
-        if (rc == HR_OK) hr_feeds_notify(f);
+        if (rc == HR_OK) notify(f);
     }
     hr_arena_free(&arena);
     return rc;
+}
+
+bool hr_feeds_page_memo_stats(hr_feeds *f, hr_memo_stats *out) {
+    if (f->pages == NULL) return false;
+    *out = hr_memo_stats_of(f->pages);
+    return true;
 }
 
 int hr_feeds_big_count(hr_feeds *f, int64_t *n, hr_err *err) {
@@ -411,14 +425,37 @@ int hr_feeds_big_count(hr_feeds *f, int64_t *n, hr_err *err) {
     return rc;
 }
 
-int hr_feeds_relation_job(hr_feeds *f, hr_batch *b, hr_slice uid, bool group, hr_slice other, bool adds,
-                          int64_t now_ms, hr_err *err) {
+/* ---- Graph changes ---- */
+
+/* Add to b the job that follows a graph change (hr_feeds_relate). */
+static int push_relation_job(hr_feeds *f, hr_batch *b, hr_slice uid, bool group, hr_slice other, bool adds,
+                             int64_t now_ms, hr_err *err) {
     if (!hr_ident_valid(uid)) return hr_err_set(err, HR_EINVAL, "uid must be an identifier");
-    if (!hr_ident_valid(other)) return hr_err_set(err, HR_EINVAL, "%s must be an identifier", group ? "gid" : "target");
-    hr_feed_job job = {.kind = HR_JOB_RELATION, .uid = uid, .other = other, .group = group, .adds = adds,
-                       .time_ms = now_ms};
-    hr_feeds_push_job(f, b, &job);
+    if (!hr_ident_valid(other))
+        return hr_err_set(err, HR_EINVAL, "%s must be an identifier", group ? "gid" : "target");
+    hr_feed_job job = {
+        .kind = HR_JOB_RELATION, .uid = uid, .other = other, .group = group, .adds = adds, .time_ms = now_ms};
+    push_job(f, b, &job);
     return HR_OK;
+}
+
+int hr_feeds_relate(hr_feeds *f, hr_slice uid, bool group, hr_slice other, bool adds, int64_t now_ms,
+                    bool *changed, hr_err *err) {
+    bool flag = false;
+    hr_batch *b = hr_batch_new();
+    /* The job first: it is acknowledged with the change or not at all. The
+     * graph runs b (graph.h). */
+    int rc = push_relation_job(f, b, uid, group, other, adds, now_ms, err);
+    if (rc == HR_OK && !group)
+        rc = adds ? hr_graph_follow(f->graph, b, uid, other, now_ms, &flag, err)
+                  : hr_graph_unfollow(f->graph, b, uid, other, &flag, err);
+    else if (rc == HR_OK)
+        rc = adds ? hr_graph_join(f->graph, b, other, uid, now_ms, &flag, err)
+                  : hr_graph_leave(f->graph, b, other, uid, &flag, err);
+    hr_batch_free(b);
+    if (rc == HR_OK) notify(f);
+    if (changed) *changed = rc == HR_OK && flag;
+    return rc;
 }
 
 /* ---- Pages ---- */
@@ -480,7 +517,7 @@ typedef struct page_plan {
     hr_slice big_key;          /* timelines: the reader's big accounts, read with the first round */
     size_t first_big;          /* keys from this one on are big accounts' feeds: every reader of
                                 * one follower reads them, so the store is told they are hot */
-    hr_page_memo *memo;        /* a home first page that may be kept (feeds_memo.c), or NULL */
+    hr_page_memo *memo;        /* a home first page that may be kept (feeds_memo.h), or NULL */
 } page_plan;
 
 #define READ_ROUNDS 8
@@ -497,7 +534,8 @@ static void add_big_keys(hr_feeds *f, page_plan *plan, const hr_result *r, hr_ar
         hr_slice acct = r->entries[i].member;
         if (acct.len < 3) continue;
         hr_slice who = hr_slice_of(acct.ptr + 2, acct.len - 2);
-        hr_slice key = acct.ptr[0] == 'g' ? hr_feeds_group_key(f, who, &k) : hr_feeds_user_key(f, who, "/fd", &k);
+        hr_slice key =
+            acct.ptr[0] == 'g' ? hr_feeds_group_key(f, who, &k) : hr_feeds_user_key(f, who, "/fd", &k);
         plan->keys[plan->n_keys++] = hr_arena_copy(a, key);
     }
     hr_buf_free(&k);
@@ -520,7 +558,8 @@ static void collect(const hr_batch *b, size_t first, size_t n, hr_zentry *all, s
 
 static size_t entries_in(const hr_batch *b, size_t first, size_t n) {
     size_t total = 0;
-    for (size_t i = first; i < first + n; i++) total += hr_batch_result(b, i)->n_entries;
+    for (size_t i = first; i < first + n; i++)
+        total += hr_batch_result(b, i)->n_entries;
     return total;
 }
 
@@ -529,7 +568,8 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
     memset(out, 0, sizeof *out);
     if (req->limit < 1 || req->limit > HR_FEED_PAGE_MAX)
         return hr_err_set(err, HR_EINVAL, "limit must be 1..%d", HR_FEED_PAGE_MAX);
-    if (req->offset > HR_FEED_OFFSET_MAX) return hr_err_set(err, HR_EINVAL, "offset must be 0..%d", HR_FEED_OFFSET_MAX);
+    if (req->offset > HR_FEED_OFFSET_MAX)
+        return hr_err_set(err, HR_EINVAL, "offset must be 0..%d", HR_FEED_OFFSET_MAX);
     feed_pos pos;
     int rc = cursor_decode(req->cursor, &pos, err);
     if (rc != HR_OK) return rc;
@@ -567,7 +607,7 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
         hr_tlrange_spec hot = spec;
         hot.hot = true;
         for (size_t i = 0; i < plan->n_keys; i++) {
-            hr_page_memo_stamp(f, memo, plan->keys[i]);
+            hr_page_memo_stamp(memo, plan->keys[i]);
             hr_tlrange(b, plan->keys[i], i >= plan->first_big ? &hot : &spec);
         }
         /* A timeline's first round also reads the reader's big accounts, so
@@ -575,7 +615,7 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
          * round trip and one multi-get. */
         bool big_now = round == 0 && plan->big_key.len > 0;
         hr_zrange_spec every = hr_zrange_all(false, HR_ZRANGE_LIMIT_MAX);
-        if (big_now) hr_page_memo_stamp(f, memo, plan->big_key);
+        if (big_now) hr_page_memo_stamp(memo, plan->big_key);
         size_t big_op = big_now ? hr_zrange(b, plan->big_key, &every) : 0;
         rc = hr_core_exec(f->store, b, 0, "feed", err);
         if (rc != HR_OK) break;
@@ -591,7 +631,7 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
             collect(b, 0, n_lists, all, &n, &more, a);
             hr_batch_reset(b);
             for (size_t i = n_lists; i < plan->n_keys; i++) {
-                hr_page_memo_stamp(f, memo, plan->keys[i]);
+                hr_page_memo_stamp(memo, plan->keys[i]);
                 hr_tlrange(b, plan->keys[i], &hot);
             }
             rc = hr_core_exec(f->store, b, 0, "feed", err);
@@ -606,7 +646,7 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
             collect(b, 0, n_lists, all, &n, &more, a);
         }
         for (size_t i = 0; memo->on && i < n; i++)
-            hr_page_memo_entry(f, memo, (int64_t)all[i].score);
+            hr_page_memo_entry(memo, hr_feeds_entry_expiry(f, (int64_t)all[i].score));
         /* Merge: the newest `want` of all lists, without repeats. */
         qsort(all, n, sizeof *all, entry_cmp);
         size_t m = 0;
@@ -620,7 +660,7 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
         hr_batch_reset(b);
         for (size_t i = 0; i < m; i++) {
             hr_slice body_key = hr_feeds_body_key(f, all[i].member, &k);
-            hr_page_memo_stamp(f, memo, body_key);
+            hr_page_memo_stamp(memo, body_key);
             hr_get(b, body_key);
         }
         rc = hr_core_exec(f->store, b, 0, "feed", err);
@@ -647,7 +687,8 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
             }
         }
     }
-    if (rc == HR_OK && more && pos.count < plan->max_items && pos.set) out->next_cursor = cursor_encode(a, &pos);
+    if (rc == HR_OK && more && pos.count < plan->max_items && pos.set)
+        out->next_cursor = cursor_encode(a, &pos);
     hr_batch_free(b);
     hr_buf_free(&k);
     return rc;
@@ -656,9 +697,11 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
 int hr_feeds_read(hr_feeds *f, hr_feed_kind kind, hr_slice id, const hr_feed_req *req, int64_t now_ms,
                   hr_arena *a, hr_feed_page *out, hr_err *err) {
     memset(out, 0, sizeof *out);
-    if (!hr_ident_valid(id)) return hr_err_set(err, HR_EINVAL, "%s must be an identifier", kind == HR_FEED_GROUP ? "gid" : "uid");
+    if (!hr_ident_valid(id))
+        return hr_err_set(err, HR_EINVAL, "%s must be an identifier", kind == HR_FEED_GROUP ? "gid" : "uid");
     hr_buf k = HR_BUF_INIT;
-    page_plan plan = {.after_ms = req->after_ms, .max_items = SIZE_MAX, .scan_max = SIZE_MAX, .first_big = SIZE_MAX};
+    page_plan plan = {
+        .after_ms = req->after_ms, .max_items = SIZE_MAX, .scan_max = SIZE_MAX, .first_big = SIZE_MAX};
     if (kind == HR_FEED_USER || kind == HR_FEED_GROUP) {
         plan.keys = hr_arena_alloc(a, sizeof *plan.keys);
         plan.keys[0] = hr_arena_copy(a, kind == HR_FEED_USER ? hr_feeds_user_key(f, id, "/fd", &k)
@@ -675,23 +718,31 @@ int hr_feeds_read(hr_feeds *f, hr_feed_kind kind, hr_slice id, const hr_feed_req
         plan.big_key = hr_arena_copy(a, hr_feeds_user_key(f, id, "/big", &k));
     }
     hr_buf_free(&k);
-    if (kind != HR_FEED_TIMELINE || !hr_page_memo_fits(f, req))
-        return read_page(f, &plan, req, now_ms, a, out, err);
-    if (hr_page_memo_get(f, id, req, now_ms, a, out)) return HR_OK;
+    /* Kept (feeds_memo.h): a home timeline's first page, with no bounds. */
+    bool kept = kind == HR_FEED_TIMELINE && f->pages && req->cursor == NULL && req->offset == 0 &&
+                req->before_ms == INT64_MAX && req->after_ms == INT64_MIN;
+    if (!kept) return read_page(f, &plan, req, now_ms, a, out, err);
+    if (hr_page_memo_get(f->pages, id, req->limit, now_ms, a, &out->items, &out->n, &out->next_cursor))
+        return HR_OK;
     hr_page_memo memo;
-    hr_page_memo_begin(&memo);
+    hr_page_memo_begin(&memo, f->store);
     plan.memo = &memo;
     int rc = read_page(f, &plan, req, now_ms, a, out, err);
-    if (rc == HR_OK) hr_page_memo_put(f, id, req, &memo, out);
+    if (rc == HR_OK) hr_page_memo_put(f->pages, id, req->limit, &memo, out->n, out->next_cursor);
     hr_page_memo_end(&memo);
     return rc;
 }
 
-int hr_feeds_query(hr_feeds *f, const hr_activity *filter, const hr_feed_req *req, int64_t now_ms, hr_arena *a,
-                   hr_feed_page *out, hr_err *err) {
+int hr_feeds_query(hr_feeds *f, const hr_activity *filter, const hr_feed_req *req, int64_t now_ms,
+                   hr_arena *a, hr_feed_page *out, hr_err *err) {
     memset(out, 0, sizeof *out);
-    const struct { const char *name; hr_slice v; } fields[] = {
-        {"actor", filter->actor}, {"verb", filter->verb}, {"object", filter->object}, {"target", filter->target}};
+    const struct {
+        const char *name;
+        hr_slice v;
+    } fields[] = {{"actor", filter->actor},
+                  {"verb", filter->verb},
+                  {"object", filter->object},
+                  {"target", filter->target}};
     for (size_t i = 0; i < 4; i++)
         if (fields[i].v.len && !hr_ident_valid(fields[i].v))
             return hr_err_set(err, HR_EINVAL, "%s must be an identifier", fields[i].name);
@@ -717,7 +768,12 @@ int hr_feeds_query(hr_feeds *f, const hr_activity *filter, const hr_feed_req *re
     }
     hr_slice keys[1] = {hr_arena_copy(a, key)};
     hr_buf_free(&k);
-    page_plan plan = {.keys = keys, .n_keys = 1, .after_ms = req->after_ms, .max_items = SIZE_MAX,
-                      .scan_max = HR_FEED_SCAN_MAX, .filter = filter, .first_big = SIZE_MAX};
+    page_plan plan = {.keys = keys,
+                      .n_keys = 1,
+                      .after_ms = req->after_ms,
+                      .max_items = SIZE_MAX,
+                      .scan_max = HR_FEED_SCAN_MAX,
+                      .filter = filter,
+                      .first_big = SIZE_MAX};
     return read_page(f, &plan, req, now_ms, a, out, err);
 }

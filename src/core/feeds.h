@@ -14,7 +14,8 @@
  *   {NSg/GID}/fd        tlist   the group's feed (target "group:GID")
  *   {NSix/K/V}/l        tlist   index: K is verb, object or target
  *   {NSbig}             zset    every big account: "u:UID" / "g:GID"
- *   {NSq/QUEUE}         queue   fan-out jobs (core/fanout.h); QUEUE is the
+ *   {NSq/QUEUE}         queue   fan-out jobs (core/feed_job.h, run by
+ *                               core/fanout.h); QUEUE is the
  *                               fanout_queue setting, "fanout" by default
  *
  * Creating an activity costs 3 round trips on RocksDB: (1) a read of the
@@ -144,15 +145,18 @@ bool hr_feeds_page_memo_stats(hr_feeds *f, hr_memo_stats *out);
 /* How many accounts (users and groups) are big. */
 int hr_feeds_big_count(hr_feeds *f, int64_t *n, hr_err *err);
 
-/* Add to b the job that follows a graph change: uid started (adds) or
- * stopped following user `other` (group false) or being a member of group
- * `other` (group true). The job backfills the timeline or removes the
- * entries, and keeps uid's /big set. */
-int hr_feeds_relation_job(hr_feeds *f, hr_batch *b, hr_slice uid, bool group, hr_slice other, bool adds,
-                          int64_t now_ms, hr_err *err);
-
-/* Wake this process's fan-out workers: call after a batch holding a job
- * ran (the feeds' own calls do it themselves). */
-void hr_feeds_notify(hr_feeds *f);
+/* A graph change with its timeline side effects (API.md "Social graph"):
+ * uid starts (adds) or stops following user `other` (group false), or joins
+ * or leaves group `other` (group true), at now_ms; uid and other are
+ * borrowed. The change's fan-out job (which backfills uid's timeline or
+ * removes the account's entries from it, and keeps uid's /big set) goes
+ * into the graph's first batch, ahead of its writes (graph.h), so it is
+ * acknowledged with the change or not at all; this process's fan-out
+ * workers are woken once it ran. *changed (may be NULL) says whether the
+ * relation changed: it did not hold before (adds) or it did (removes).
+ * HR_EINVAL naming the field for an id that is not an identifier, or for
+ * uid following itself. Round trips: a follow 2, the others 1. */
+int hr_feeds_relate(hr_feeds *f, hr_slice uid, bool group, hr_slice other, bool adds, int64_t now_ms,
+                    bool *changed, hr_err *err);
 
 #endif

@@ -1,10 +1,15 @@
-/* feeds_internal.h — what feeds.c (requests) and fanout.c (background jobs)
- * share: the feeds object, the keys of feeds.h, and the fan-out jobs.
- * Nothing outside these two files includes it. */
+/* feeds_internal.h — what fanout.c (background jobs) needs of feeds.c
+ * beyond feeds.h: the feeds object, the keys of feeds.h, and the writes and
+ * reads a job repeats. The jobs themselves are feed_job.h; kept home pages
+ * are feeds_memo.h. Dependencies point one way: fanout.c calls feeds.c,
+ * which calls fanout.c only through the job_pushed hook that
+ * hr_fanout_start sets. Nothing but feeds.c and fanout.c (and the unit
+ * tests, for keys) includes it. */
 #ifndef HR_FEEDS_INTERNAL_H
 #define HR_FEEDS_INTERNAL_H
 
-#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "common/buf.h"
 #include "core/feeds.h"
@@ -19,7 +24,7 @@ struct hr_feeds {
     /* The store drops what timelines hold past timeline_max by itself
      * (hr_store_tlcap, RocksDB), so fan-out does not trim them. */
     bool store_caps_timelines;
-    /* Home timelines' first pages, kept while unchanged (feeds_memo.c);
+    /* Home timelines' first pages, kept while unchanged (feeds_memo.h);
      * NULL: read the store every time. */
     hr_memo *pages;
     /* Called after a job was pushed, so that local workers start at once
@@ -31,8 +36,10 @@ struct hr_feeds {
 /* ---- Keys (feeds.h lists them). Each appends to k after clearing it. ---- */
 hr_slice hr_feeds_body_key(const hr_feeds *f, hr_slice id, hr_buf *k);
 hr_slice hr_feeds_fid_key(const hr_feeds *f, hr_slice actor, hr_slice fid, hr_buf *k);
-hr_slice hr_feeds_user_key(const hr_feeds *f, hr_slice uid, const char *suffix, hr_buf *k); /* "/fd", "/tl", "/big" */
-hr_slice hr_feeds_group_key(const hr_feeds *f, hr_slice gid, hr_buf *k);                    /* the group feed */
+/* uid's key of suffix "/fd" (own feed), "/tl" (home timeline) or "/big". */
+hr_slice hr_feeds_user_key(const hr_feeds *f, hr_slice uid, const char *suffix, hr_buf *k);
+/* The group's feed. */
+hr_slice hr_feeds_group_key(const hr_feeds *f, hr_slice gid, hr_buf *k);
 hr_slice hr_feeds_index_key(const hr_feeds *f, const char *field, hr_slice value, hr_buf *k);
 hr_slice hr_feeds_big_key(const hr_feeds *f, hr_buf *k);
 hr_slice hr_feeds_queue_key(const hr_feeds *f, hr_buf *k);
@@ -55,65 +62,5 @@ void hr_feeds_remove_entries(const hr_feeds *f, hr_batch *b, const hr_activity *
 
 /* The expiry of a timeline entry for an activity at time_ms. */
 int64_t hr_feeds_entry_expiry(const hr_feeds *f, int64_t time_ms);
-
-/* ---- Home first pages kept in memory (feeds_memo.c) ---- */
-
-/* A page being read that may be kept: the stamps of the keys read for it,
- * taken before each read, when the oldest entry it read expires, and its
- * items. on false: not to be kept (then the calls below do nothing). */
-typedef struct hr_page_memo {
-    bool on;
-    hr_stamp *stamps;
-    size_t n, cap;
-    int64_t end_ms;
-    hr_buf items;
-} hr_page_memo;
-
-/* Whether req asks for a page that is kept: a first page, with the memo on. */
-bool hr_page_memo_fits(const hr_feeds *f, const hr_feed_req *req);
-/* The kept first page of uid's home timeline for req, into *out. */
-bool hr_page_memo_get(hr_feeds *f, hr_slice uid, const hr_feed_req *req, int64_t now_ms, hr_arena *a,
-                      hr_feed_page *out);
-void hr_page_memo_begin(hr_page_memo *pm);
-/* Before key is read for the page. */
-void hr_page_memo_stamp(const hr_feeds *f, hr_page_memo *pm, hr_slice key);
-/* An entry the page's reads returned, shown or not: the page holds until
- * the oldest of them expires. */
-void hr_page_memo_entry(const hr_feeds *f, hr_page_memo *pm, int64_t time_ms);
-/* An item shown, with its body as stored, in page order. */
-void hr_page_memo_item(hr_page_memo *pm, hr_slice id, hr_slice body);
-/* Keep the page read (unless pm was turned off on the way). */
-void hr_page_memo_put(hr_feeds *f, hr_slice uid, const hr_feed_req *req, hr_page_memo *pm,
-                      const hr_feed_page *page);
-void hr_page_memo_end(hr_page_memo *pm);
-
-/* ---- Fan-out jobs ---- */
-
-typedef enum {
-    HR_JOB_ADD = 1,      /* an activity was created: fan it out */
-    HR_JOB_REMOVE = 2,   /* an activity was deleted: remove its entries */
-    HR_JOB_RELATION = 3, /* follow / unfollow / join / leave: backfill or remove */
-} hr_job_kind;
-
-/* Flags of an ADD job: the actor / group became big with this activity, and
- * their followers' /big sets must learn it. */
-enum { HR_JOB_MARK_ACTOR_BIG = 1, HR_JOB_MARK_GROUP_BIG = 2 };
-
-typedef struct hr_feed_job {
-    hr_job_kind kind;
-    /* ADD, REMOVE: the activity (its fanned_* flags say what to fan out). */
-    hr_activity activity;
-    unsigned flags;
-    /* RELATION */
-    hr_slice uid, other;
-    bool group, adds;
-    int64_t time_ms; /* when the job was made */
-} hr_feed_job;
-
-void hr_feed_job_encode(const hr_feed_job *j, hr_buf *out);
-int hr_feed_job_decode(hr_slice payload, hr_arena *a, hr_feed_job *out, hr_err *err);
-
-/* Push job j onto the queue in b (and remember to wake local workers). */
-size_t hr_feeds_push_job(hr_feeds *f, hr_batch *b, const hr_feed_job *j);
 
 #endif

@@ -1,4 +1,5 @@
-/* feeds_memo.c — home timelines' first pages kept in memory (memo.h).
+/* feeds_memo.c — home timelines' first pages kept in memory (memo.h), for
+ * feeds.c only (feeds_memo.h says why it stands apart from the feeds).
  *
  * WHY. A home page of 20 costs three store round trips: the reader's
  * timeline and big accounts, the big accounts' feeds, the bodies. At
@@ -17,24 +18,13 @@
  *
  * VALUE: u32 items, u32 cursor length, the cursor, then per item its id
  * (HR_ACTIVITY_ID_LEN bytes), u32 body length and the body. */
-#include <inttypes.h>
+#include "core/feeds_memo.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
-#include "core/feeds_internal.h"
-
-bool hr_feeds_page_memo_stats(hr_feeds *f, hr_memo_stats *out) {
-    if (f->pages == NULL) return false;
-    *out = hr_memo_stats_of(f->pages);
-    return true;
-}
-
-bool hr_page_memo_fits(const hr_feeds *f, const hr_feed_req *req) {
-    return f->pages && req->cursor == NULL && req->offset == 0 && req->before_ms == INT64_MAX &&
-           req->after_ms == INT64_MIN;
-}
 
 static hr_slice memo_key(hr_slice uid, size_t limit, hr_buf *k) {
     char digits[24];
@@ -57,50 +47,49 @@ static void append_u32(hr_buf *b, size_t v) {
     hr_buf_append(b, &u, sizeof u);
 }
 
-bool hr_page_memo_get(hr_feeds *f, hr_slice uid, const hr_feed_req *req, int64_t now_ms, hr_arena *a,
-                      hr_feed_page *out) {
+bool hr_page_memo_get(hr_memo *pages, hr_slice uid, size_t limit, int64_t now_ms, hr_arena *a,
+                      hr_activity **items, size_t *n_items, const char **next_cursor) {
     hr_buf k = HR_BUF_INIT;
     hr_slice v;
-    bool hit = hr_memo_get(f->pages, memo_key(uid, req->limit, &k), now_ms, a, &v);
+    bool hit = hr_memo_get(pages, memo_key(uid, limit, &k), now_ms, a, &v);
     hr_buf_free(&k);
     if (!hit) return false;
     /* Made by hr_page_memo_put from bodies that decoded once: they decode. */
     const char *p = v.ptr;
     size_t n = read_u32(&p), cursor_len = read_u32(&p);
-    out->next_cursor = cursor_len ? hr_arena_strndup(a, p, cursor_len) : NULL;
+    *next_cursor = cursor_len ? hr_arena_strndup(a, p, cursor_len) : NULL;
     p += cursor_len;
-    out->items = hr_arena_alloc(a, (n ? n : 1) * sizeof *out->items);
-    out->n = 0;
+    *items = hr_arena_alloc(a, (n ? n : 1) * sizeof **items);
+    *n_items = 0;
     for (size_t i = 0; i < n; i++) {
         hr_slice id = hr_slice_of(p, HR_ACTIVITY_ID_LEN);
         p += HR_ACTIVITY_ID_LEN;
         size_t len = read_u32(&p);
         bool tomb;
         hr_err err = {0};
-        if (hr_activity_decode(id, hr_slice_of(p, len), a, &out->items[out->n], &tomb, &err) != HR_OK || tomb)
+        if (hr_activity_decode(id, hr_slice_of(p, len), a, &(*items)[*n_items], &tomb, &err) != HR_OK || tomb)
             return false; /* cannot happen; the caller reads the store */
-        out->n++;
+        (*n_items)++;
         p += len;
     }
     return true;
 }
 
-void hr_page_memo_begin(hr_page_memo *pm) {
-    *pm = (hr_page_memo){.on = true, .end_ms = INT64_MAX, .items = HR_BUF_INIT};
+void hr_page_memo_begin(hr_page_memo *pm, hr_store *store) {
+    *pm = (hr_page_memo){.on = true, .store = store, .end_ms = INT64_MAX, .items = HR_BUF_INIT};
 }
 
-void hr_page_memo_stamp(const hr_feeds *f, hr_page_memo *pm, hr_slice key) {
+void hr_page_memo_stamp(hr_page_memo *pm, hr_slice key) {
     if (!pm->on) return;
     if (pm->n == pm->cap) {
         pm->cap = pm->cap ? 2 * pm->cap : 32;
         pm->stamps = hr_xrealloc(pm->stamps, pm->cap * sizeof *pm->stamps);
     }
-    pm->stamps[pm->n++] = hr_store_stamp(f->store, key);
+    pm->stamps[pm->n++] = hr_store_stamp(pm->store, key);
 }
 
-void hr_page_memo_entry(const hr_feeds *f, hr_page_memo *pm, int64_t time_ms) {
-    int64_t end = hr_feeds_entry_expiry(f, time_ms);
-    if (end && end < pm->end_ms) pm->end_ms = end;
+void hr_page_memo_entry(hr_page_memo *pm, int64_t expiry_ms) {
+    if (expiry_ms && expiry_ms < pm->end_ms) pm->end_ms = expiry_ms;
 }
 
 void hr_page_memo_item(hr_page_memo *pm, hr_slice id, hr_slice body) {
@@ -110,16 +99,16 @@ void hr_page_memo_item(hr_page_memo *pm, hr_slice id, hr_slice body) {
     hr_buf_append_slice(&pm->items, body);
 }
 
-void hr_page_memo_put(hr_feeds *f, hr_slice uid, const hr_feed_req *req, hr_page_memo *pm,
-                      const hr_feed_page *page) {
+void hr_page_memo_put(hr_memo *pages, hr_slice uid, size_t limit, const hr_page_memo *pm, size_t n,
+                      const char *next_cursor) {
     if (!pm->on) return;
     hr_buf k = HR_BUF_INIT, v = HR_BUF_INIT;
-    size_t cursor_len = page->next_cursor ? strlen(page->next_cursor) : 0;
-    append_u32(&v, page->n);
+    size_t cursor_len = next_cursor ? strlen(next_cursor) : 0;
+    append_u32(&v, n);
     append_u32(&v, cursor_len);
-    hr_buf_append(&v, page->next_cursor, cursor_len);
+    hr_buf_append(&v, next_cursor, cursor_len);
     hr_buf_append_slice(&v, hr_buf_slice(&pm->items));
-    hr_memo_put(f->pages, memo_key(uid, req->limit, &k), hr_buf_slice(&v), pm->stamps, pm->n, pm->end_ms);
+    hr_memo_put(pages, memo_key(uid, limit, &k), hr_buf_slice(&v), pm->stamps, pm->n, pm->end_ms);
     hr_buf_free(&k);
     hr_buf_free(&v);
 }

@@ -64,24 +64,15 @@ void run_max5(const char *kind, env_check check) {
 
 void follow(env *e, const char *a, const char *b) {
     hr_err err = {0};
-    hr_batch *bt = hr_batch_new();
-    cr_assert_eq(
-        hr_feeds_relation_job(e->feeds, bt, hr_slice_str(a), false, hr_slice_str(b), true, e->now, &err),
-        HR_OK);
-    cr_assert_eq(hr_graph_follow(e->graph, bt, hr_slice_str(a), hr_slice_str(b), e->now, NULL, &err), HR_OK,
-                 "%s", err.msg);
-    hr_batch_free(bt);
+    cr_assert_eq(hr_feeds_relate(e->feeds, hr_slice_str(a), false, hr_slice_str(b), true, e->now, NULL, &err),
+                 HR_OK, "%s", err.msg);
 }
 
 void unfollow(env *e, const char *a, const char *b) {
     hr_err err = {0};
-    hr_batch *bt = hr_batch_new();
     cr_assert_eq(
-        hr_feeds_relation_job(e->feeds, bt, hr_slice_str(a), false, hr_slice_str(b), false, e->now, &err),
-        HR_OK);
-    cr_assert_eq(hr_graph_unfollow(e->graph, bt, hr_slice_str(a), hr_slice_str(b), NULL, &err), HR_OK, "%s",
-                 err.msg);
-    hr_batch_free(bt);
+        hr_feeds_relate(e->feeds, hr_slice_str(a), false, hr_slice_str(b), false, e->now, NULL, &err), HR_OK,
+        "%s", err.msg);
 }
 
 hr_activity post(env *e, const char *actor, const char *target, int64_t time) {

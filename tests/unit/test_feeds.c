@@ -19,9 +19,14 @@
 /* ---- pure: encodings ---- */
 
 Test(activity, encode_decode_round_trip) {
-    hr_activity a = {.time_ms = ID_TIME, .actor = hr_slice_str("u1"), .verb = hr_slice_str("rsvp"),
-                     .object = hr_slice_str("event:1"), .target = hr_slice_str("group:g1"),
-                     .foreign_id = hr_slice_str("f9"), .data = hr_slice_str("{\"x\":1}"), .fanned_members = true};
+    hr_activity a = {.time_ms = ID_TIME,
+                     .actor = hr_slice_str("u1"),
+                     .verb = hr_slice_str("rsvp"),
+                     .object = hr_slice_str("event:1"),
+                     .target = hr_slice_str("group:g1"),
+                     .foreign_id = hr_slice_str("f9"),
+                     .data = hr_slice_str("{\"x\":1}"),
+                     .fanned_members = true};
     hr_activity_new_id(a.time_ms, a.id);
     cr_assert(hr_activity_id_valid(hr_slice_str(a.id)));
     cr_assert_eq(strncmp(a.id, "018bcfe56800", 12), 0, "the id starts with the time in hex: %s", a.id);
@@ -35,7 +40,8 @@ Test(activity, encode_decode_round_trip) {
     cr_assert(tomb);
     cr_assert_str_eq(b.id, a.id);
     cr_assert_eq(b.time_ms, ID_TIME);
-    cr_assert(hr_slice_eq(b.target, a.target) && hr_slice_eq(b.data, a.data) && hr_slice_eq(b.foreign_id, a.foreign_id));
+    cr_assert(hr_slice_eq(b.target, a.target) && hr_slice_eq(b.data, a.data) &&
+              hr_slice_eq(b.foreign_id, a.foreign_id));
     cr_assert(b.fanned_members && !b.fanned_followers);
     cr_assert(hr_slice_eq(hr_activity_group(&b), hr_slice_str("g1")));
     /* every truncation is refused, never read past */
@@ -78,17 +84,20 @@ static void check_friends_follow_mutual(env *e) {
     hr_slice *ids;
     size_t n;
     hr_err err = {0};
-    cr_assert_eq(hr_graph_all(e->graph, HR_GRAPH_FRIENDS, hr_slice_str("a"), 100, &e->a, &ids, &n, &err), HR_OK);
+    cr_assert_eq(hr_graph_all(e->graph, HR_GRAPH_FRIENDS, hr_slice_str("a"), 100, &e->a, &ids, &n, &err),
+                 HR_OK);
     cr_assert_eq(n, 1);
     cr_assert(hr_slice_eq(ids[0], hr_slice_str("b")));
     int64_t count;
     cr_assert_eq(hr_graph_count(e->graph, HR_GRAPH_FOLLOWS, hr_slice_str("a"), &count, &err), HR_OK);
     cr_assert_eq(count, 2);
     unfollow(e, "a", "b");
-    cr_assert_eq(hr_graph_all(e->graph, HR_GRAPH_FRIENDS, hr_slice_str("b"), 100, &e->a, &ids, &n, &err), HR_OK);
+    cr_assert_eq(hr_graph_all(e->graph, HR_GRAPH_FRIENDS, hr_slice_str("b"), 100, &e->a, &ids, &n, &err),
+                 HR_OK);
     cr_assert_eq(n, 0);
     hr_batch *bt = hr_batch_new();
-    cr_assert_eq(hr_graph_follow(e->graph, bt, hr_slice_str("a"), hr_slice_str("a"), e->now, NULL, &err), HR_EINVAL);
+    cr_assert_eq(hr_graph_follow(e->graph, bt, hr_slice_str("a"), hr_slice_str("a"), e->now, NULL, &err),
+                 HR_EINVAL);
     hr_batch_free(bt);
 }
 BOTH_BACKENDS(check_friends_follow_mutual, run_default)
@@ -100,7 +109,8 @@ static void check_fanout_reaches_followers_and_members(env *e) {
     follow(e, "f2", "star");
     hr_err err = {0};
     hr_batch *bt = hr_batch_new();
-    cr_assert_eq(hr_graph_join(e->graph, bt, hr_slice_str("g"), hr_slice_str("m1"), e->now, NULL, &err), HR_OK);
+    cr_assert_eq(hr_graph_join(e->graph, bt, hr_slice_str("g"), hr_slice_str("m1"), e->now, NULL, &err),
+                 HR_OK);
     hr_batch_free(bt);
     drain(e);
     cr_assert_eq(depth(e), 0);
@@ -318,8 +328,9 @@ static hr_feed_page timeline_page(env *e, const char *who, size_t limit, size_t 
     hr_feed_req req = {.limit = limit, .offset = offset, .before_ms = INT64_MAX, .after_ms = INT64_MIN};
     hr_feed_page page;
     hr_err err = {0};
-    cr_assert_eq(hr_feeds_read(e->feeds, HR_FEED_TIMELINE, hr_slice_str(who), &req, e->now, &e->a, &page, &err),
-                 HR_OK, "%s", err.msg);
+    cr_assert_eq(
+        hr_feeds_read(e->feeds, HR_FEED_TIMELINE, hr_slice_str(who), &req, e->now, &e->a, &page, &err), HR_OK,
+        "%s", err.msg);
     return page;
 }
 
@@ -533,22 +544,16 @@ typedef struct crash_case {
     hr_activity act; /* the activity an update or delete changes */
 } crash_case;
 
-static int crash_request(env *e, hr_graph *graph, hr_feeds *feeds, crash_case *c, hr_activity *out,
-                         hr_err *err) {
+static int crash_request(env *e, hr_feeds *feeds, crash_case *c, hr_activity *out, hr_err *err) {
     hr_slice id = hr_slice_of(c->act.id, HR_ACTIVITY_ID_LEN), obj = hr_slice_str(c->o2);
     bool dup;
     switch (c->what) {
     case CRASH_CREATE: return hr_feeds_create(feeds, &c->in, e->now, &e->a, out, &dup, err);
     case CRASH_UPDATE: return hr_feeds_update(feeds, id, &obj, hr_slice_str("{}"), &e->a, out, err);
     case CRASH_DELETE: return hr_feeds_delete(feeds, id, e->now, err);
-    default: { /* as the API does it: the job first, then the graph */
-        hr_batch *b = hr_batch_new();
-        hr_slice user = hr_slice_str(c->fan), target = hr_slice_str(c->actor);
-        int rc = hr_feeds_relation_job(feeds, b, user, false, target, true, e->now, err);
-        if (rc == HR_OK) rc = hr_graph_follow(graph, b, user, target, e->now, NULL, err);
-        hr_batch_free(b);
-        return rc;
-    }
+    default: /* as the API does it (hr_feeds_relate: the job first, then the graph) */
+        return hr_feeds_relate(feeds, hr_slice_str(c->fan), false, hr_slice_str(c->actor), true, e->now, NULL,
+                               err);
     }
 }
 
@@ -599,7 +604,7 @@ static size_t crash_then_retry(env *e, crash_op what, int n, size_t at, uint64_t
         .ns = e->ns, .fanout_threshold = 10000, .timeline_ttl_ms = 60LL * 86400000, .timeline_max = 1000};
     hr_feeds *feeds = hr_feeds_new(dying, graph, &o);
     hr_activity out;
-    int rc = crash_request(e, graph, feeds, &c, &out, &err);
+    int rc = crash_request(e, feeds, &c, &out, &err);
     bool crashed = fault_store_hit(dying);
     cr_assert(crashed ? rc != HR_OK : rc == HR_OK, "crash at %zu/%#llx: rc %d (%s)", at,
               (unsigned long long)keep, rc, err.msg);
@@ -609,7 +614,7 @@ static size_t crash_then_retry(env *e, crash_op what, int n, size_t at, uint64_t
     hr_store_close(dying);
 
     /* the retry (a delete that finds the activity gone answers 404), the jobs */
-    rc = crash_request(e, e->graph, e->feeds, &c, &out, &err);
+    rc = crash_request(e, e->feeds, &c, &out, &err);
     cr_assert(rc == HR_OK || (what == CRASH_DELETE && rc == HR_ENOTFOUND),
               "crash at %zu/%#llx: the retry: %s", at, (unsigned long long)keep, err.msg);
     drain(e);
