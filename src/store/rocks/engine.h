@@ -294,7 +294,7 @@ int rx_fail(rx *x, char *errptr);
 void rx_view_free(rx *x);
 /* Make room in the view for `more` keys at once: a batch of packed-set
  * tests may plan thousands of chunks, and growing the table by doubling (a
- * new zeroed block each time) was ~6 % of a zipf-feed friends-reads. */
+ * new zeroed block each time) showed in a zipf-feed friends-reads' CPU. */
 void rx_view_reserve(rx *x, size_t more);
 
 /* The emptied view tables a store keeps for its batches (rocks_view.c). */

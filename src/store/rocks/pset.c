@@ -3,9 +3,9 @@
  * What they are for: a member's reads (URL hashes) and the stories a member
  * has seen, tested against MANY members at once — "which of these 100 URLs
  * did each of my 450 friends read", "which of these 500 top stories have I
- * seen". A sorted set answers that with one point lookup per member (~3 us
- * each here); a packed set answers it with one MultiGet of the few values
- * the members fall in and a binary search in memory per member.
+ * seen". A sorted set answers that with one point lookup per member; a
+ * packed set answers it with one MultiGet of the few values the members
+ * fall in and a binary search in memory per member.
  *
  * ENCODING (drawn in rocks/engine.c). The metadata record holds version, size (the
  * entries stored), a random seed, `soonest` and `latest` (bounds of the
@@ -31,9 +31,9 @@
  *     read for the one entry found.
  *   - The set doubles its chunks when they average more than CHUNK_TARGET
  *     entries, so chunks average 256..512 entries: 2..4 KiB plain (RocksDB's
- *     block is 4 KiB), twice that with expiries. Measured here against 256:
- *     a test of 10,000 members against 100,000 about 40 % faster, adds no
- *     slower. Doubling rewrites the whole set once, so adds cost O(1)
+ *     block is 4 KiB), twice that with expiries. Against a target of 256,
+ *     tests of many members ran markedly faster, and adds no slower.
+ *     Doubling rewrites the whole set once, so adds cost O(1)
  *     amortized; the set never shrinks its chunks (an emptied chunk is a
  *     deleted key, which MultiGet answers from the bloom filter).
  *
@@ -43,14 +43,13 @@
  * mix, one shift and one search per member, on the values as RocksDB
  * returned them (no decoding): a binary search of ~5 probes in the window
  * around the member's guessed place, whose cache lines were prefetched a
- * few members earlier (cref_find). The MultiGet dominates:
- * ~2-4 us per chunk read, so a test costs about the same as min(n, 2^bits)
- * hr_get of 4 KiB values, plus ~0.1 us per member for the search. A set
- * of PIMG_MIN_CHUNKS chunks or more, tested often, is tested from its image
- * instead (rocks/pset_image.c): one cache lookup for the set and ~1-2 cache
- * lines per member; and when that image has a member column
- * (rocks/pset_columns.c), from one bit per member, in a row the batch has looked
- * up once for all its tests of the same members.
+ * few members earlier (cref_find). The MultiGet dominates: a test costs
+ * about the same as min(n, 2^bits) hr_get of 4 KiB values, plus a short
+ * search per member. A set of PIMG_MIN_CHUNKS chunks or more, tested often,
+ * is tested from its image instead (rocks/pset_image.c): one cache lookup
+ * for the set and ~1-2 cache lines per member; and when that image has a
+ * member column (rocks/pset_columns.c), from one bit per member, in a row
+ * the batch has looked up once for all its tests of the same members.
  * hr_pset_add and hr_pset_rem read one chunk (prefetched too) and change it
  * in a decoded copy kept in the batch's view (rx_aux); pset_flush writes
  * every changed chunk once at the end of the batch, so a batch of 1,000
@@ -357,8 +356,8 @@ static void prefetch_guess(const cref *r, uint64_t h, unsigned bits) {
     window_of(r->n, h, bits, &lo, &hi);
     /* Every line of the window, and of its expiries: the search may end
      * anywhere in it, and the expiry of the entry found is read next (with
-     * the window's ends and middle only, that read was ~19 % of a
-     * worst-case zipf friends-reads: BENCHMARKS.md, round 8). */
+     * the window's ends and middle only, waiting for that read was a large
+     * part of a worst-case zipf friends-reads). */
     for (size_t at = 8 * lo; at < 8 * hi; at += 64) {
         __builtin_prefetch(r->hs + at);
         if (r->exps) __builtin_prefetch(r->exps + at);
@@ -776,7 +775,7 @@ void pset_plan(rx *x, const hr_op *op, const rmeta *m, rplan *p) {
          * chunk j + RX_AHEAD are asked for while chunk j is looked up: a
          * set with more chunks than members asked is a new chunk, so two
          * misses, at nearly every member, and the slot's lock keeps the CPU
-         * from overlapping them (BENCHMARKS.md, round 9). */
+         * from overlapping them. */
         for (size_t j = 0; j < ncs; j++) {
             if (j + 2 * RX_AHEAD < ncs) rx_cache_prefetch(x, CF_SUB, ckey_at(&k, cs[j + 2 * RX_AHEAD]), false);
             if (j + RX_AHEAD < ncs) rx_cache_prefetch(x, CF_SUB, ckey_at(&k, cs[j + RX_AHEAD]), true);

@@ -15,11 +15,10 @@ int op_pset_card(rx *x, hr_op *op);
 
 /* Images of large packed sets (rocks_pimage.c says what and why). */
 /* A set of fewer chunks, or a test of fewer members, goes through the
- * chunks. With 8 chunks, a zipf-feed friends-reads still searched ~40 % of
- * its tests in the chunks of sets of 1-7 chunks; with 2, its CPU a call was
- * 8-12 % lower (BENCHMARKS.md, reading round 15). A test of a few members
- * (a story's seen check) gains nothing from an image that would cost a read
- * of every chunk to build. */
+ * chunks. With a minimum of 8 chunks, a zipf-feed friends-reads still
+ * searched many of its tests in the chunks of smaller sets; 2 made it
+ * cheaper. A test of a few members (a story's seen check) gains nothing
+ * from an image that would cost a read of every chunk to build. */
 #define PIMG_MIN_CHUNKS 2
 #define PIMG_MIN_MEMBERS 64
 #define PIMG_MAX_BYTES ((size_t)16 << 20) /* a larger set (~700,000 members) has no image */

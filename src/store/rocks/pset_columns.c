@@ -5,12 +5,12 @@
  *
  * WHY. A zipf-feed friends-reads tests its user's ~450 friends against the
  * reader sets of ~65 popular URLs: ~29,000 member tests, each a random read
- * in that set's image (rocks/pset_image.c), one or two cache lines from memory:
- * ~45 % of the query's CPU (BENCHMARKS.md, reading round 21). The same ~450
- * members are asked about in every one of the 65 tests. Here each member
- * has a row of bits, one per column, and each column is one set's image: a
- * batch finds the rows of its members once (~450 random reads), and every
- * test of those members after that reads bits that are in the CPU's cache.
+ * in that set's image (rocks/pset_image.c), one or two cache lines from
+ * memory, the query's largest cost. The same ~450 members are asked about
+ * in every one of the 65 tests. Here each member has a row of bits, one per
+ * column, and each column is one set's image: a batch finds the rows of its
+ * members once (~450 random reads), and every test of those members after
+ * that reads bits that are in the CPU's cache.
  *
  * WHAT. A table of rows, keyed by member (open addressing, linear probing;
  * the key slots apart from the bits, so a probe reads 8 bytes a slot), each
@@ -82,7 +82,7 @@
 #define PCOL_RETRY_MS (10 * 1000)
 #define PCOL_KEY_MAX 96
 #define PCOL_FILLS_PER_BATCH 1
-#define PCOL_FILL_ENTRIES_PER_S 4000000 /* entries all fills may read in a second (~0.2 s of CPU) */
+#define PCOL_FILL_ENTRIES_PER_S 4000000 /* entries all fills may read in a second (a fraction of a core) */
 #define NO_ROW UINT32_MAX
 #define PREFETCH_AHEAD 8 /* members ahead whose key slot or row is asked of the CPU first */
 

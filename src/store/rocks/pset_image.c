@@ -6,11 +6,10 @@
  * member tests a query, against sets of up to 100,000 readers cut into up
  * to ~260 chunks (rocks/pset.c). Through the chunks, each test first finds
  * its chunk in the record cache (a hash of the chunk's key, a bucket lock,
- * a key compare, a reference held to the end of the batch: ~35 % of the
- * query in `perf`) and then searches a window of 32 hashes and 32 expiries
- * around its guessed place, ~10 cache lines (~45 %). An image answers the
- * same test from one cache lookup per set and ~1-2 lines per member
- * (BENCHMARKS.md, reading round 13).
+ * a key compare, a reference held to the end of the batch) and then
+ * searches a window of 32 hashes and 32 expiries around its guessed place,
+ * ~10 cache lines: the two were most of the query. An image answers the
+ * same test from one cache lookup per set and ~1-2 lines per member.
  *
  * WHAT. A set's (hash, expiry) entries, 16 bytes each, in hash order in a
  * table with gaps: nslots ~ entries / 0.7, and entry h lies at the
@@ -36,16 +35,15 @@
  * image that its snapshot sees (its stamp at or below the batch's sequence
  * number, of the set's version and chunking) while it has written nothing.
  * The next test that reads every chunk of a set without an image builds
- * one and offers it. Building costs about one pass over the set (~1-2 ms for
- * 100,000 readers), a few tests' worth, so a set is built again at most once
- * per PIMG_REBUILD_MS, and a batch builds at most PIMG_BUILDS_PER_BATCH
- * images (a cold query of 65 popular URLs would otherwise build all 65).
+ * one and offers it. Building costs about one pass over the set, a few
+ * tests' worth, so a set is built again at most once per PIMG_REBUILD_MS,
+ * and a batch builds at most PIMG_BUILDS_PER_BATCH images (a cold query of
+ * 65 popular URLs would otherwise build all 65).
  *
  * WRITES. A write to a popular URL's set changes one of its ~260 chunks.
  * Retiring the image at each write, as the first version did, sent every
- * test back to the chunks between rebuilds: with reads recorded at 100 a
- * second a zipf-feed query took 30 % more CPU, at ~800 a second twice as
- * much (BENCHMARKS.md, reading round 16). So an image outlives writes: the
+ * test back to the chunks between rebuilds, and a zipf-feed query's CPU
+ * grew with the rate of recorded reads. So an image outlives writes: the
  * store logs which chunk of which set each batch writes (pimg_before_write,
  * _after_write), and a test leaves out of the image the chunks written
  * after it was built, searching its members of those few chunks in the

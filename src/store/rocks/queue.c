@@ -215,9 +215,9 @@ static int queue_load(rx *x, rqueue *q) {
     /* No job left: every job ever pushed was acked, and the next push takes
      * a seq >= now << 20 (see ENCODING). Starting head and next_seq there
      * keeps claims from seeking from seq 0 over the tombstones of every
-     * acked job until the next push: after a restart on a loaded 100 000-
-     * user store, the idle fan-out workers' claims stepped over ~100 000 of
-     * them each time, 17 % of the server's CPU under a read load. */
+     * acked job until the next push: after a restart on a loaded store,
+     * the idle fan-out workers' claims stepped over all of them each time,
+     * a large share of the server's CPU under a read load. */
     if (first && x->now > 0) q->head = q->next_seq = (uint64_t)x->now << 20;
     char *errptr = rocks_scan_end(it, ro);
     hr_buf_free(&lo);

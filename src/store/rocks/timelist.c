@@ -57,29 +57,29 @@
  * (hr_store_tlcap) past its cap.
  *
  * COLUMN FAMILY OPTIONS (tl_cf_options), chosen by measuring fan-out with
- * store_micro on a 2-core machine (BENCHMARKS.md, "Time lists"):
+ * store_micro (docs/DESIGN.md, "Measured decisions"):
  *
  *   - A hashed memtable (HashLinkList, a bucket per 8-byte list hash).
- *     With RocksDB's default skiplist memtable a fan-out add costs 4-6 us
- *     here: it lands at a random place in a skiplist of a million entries,
- *     some twenty cache misses of ~180 ns. In a list's bucket the newest
- *     entry goes first: one or two misses. The price comes at flush, where
- *     the memtable is sorted into a skiplist list by list (one random
- *     insert per list, sequential ones after), and in that a hashed
- *     memtable takes no concurrent inserts: allow_concurrent_memtable_write
- *     is off for the whole DB (rocks/engine.c; the group-commit leader inserts a
- *     write group's batches).
+ *     With RocksDB's default skiplist memtable a fan-out add lands at a
+ *     random place in a skiplist of a million entries, some twenty cache
+ *     misses. In a list's bucket the newest entry goes first: one or two
+ *     misses. The price comes at flush, where the memtable is sorted into a
+ *     skiplist list by list (one random insert per list, sequential ones
+ *     after), and in that a hashed memtable takes no concurrent inserts:
+ *     allow_concurrent_memtable_write is off for the whole DB
+ *     (rocks/engine.c; the group-commit leader inserts a write group's
+ *     batches).
  *   - 256 MB memtables, three at most: the flush's cost per list is spread
- *     over more entries per list. Process CPU per fan-out entry: 4.3 us
- *     with 64 MB, 3.6 with 128 MB, 2.4-2.7 with 256 MB.
+ *     over more entries per list, and the CPU per fan-out entry fell with
+ *     each doubling from 64 MB.
  *   - No memtable bloom (the bucket answers for its list), and prefix
  *     blooms only in the tables (no whole-key filter): lists are scanned,
  *     never looked up by key. Reads stay within their list's prefix (the bounds),
  *     as a hashed memtable requires.
  *   - Tried and left: unordered_write (a snapshot could see half a batch,
- *     which store.h rules out), two writer threads on a concurrent skiplist
- *     (8 us/entry of CPU here), pipelined writes with two writers, a hashed
- *     skiplist memtable (5 us/entry), four times the buckets (no change).
+ *     which store.h rules out) and, for as much CPU per entry or more, two
+ *     writer threads on a concurrent skiplist, pipelined writes with two
+ *     writers, a hashed skiplist memtable, four times the buckets.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -387,9 +387,8 @@ void tl_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache, rocksdb_compact
     /* No memtable bloom filter (rocks/engine.c gives every other column family
      * one): a list's bucket in the hashed memtable already says whether the
      * memtable holds the list, and nothing looks a time-list key up by
-     * itself. Each add paid for two random writes into a 13 MB filter.
-     * Measured (BENCHMARKS.md, "Time lists"): store_micro fanout +10-40 %
-     * entries/s (702-709 K -> 700-991 K over five rounds on a noisy host). */
+     * itself. Each add paid for two random writes into a 13 MB filter, and
+     * store_micro's fan-out ran faster without it. */
     rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, 0);
     rocksdb_options_set_compaction_filter_factory(o, filter);
 
@@ -403,12 +402,11 @@ void tl_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache, rocksdb_compact
      * nearly every list (a fan-out writes to random timelines), so each
      * compaction of level 0 rewrites the whole level below it; with table
      * files ingested a million entries at a time, the default trigger
-     * compacted every few seconds and stalled the writes: fan-out at
-     * 100,000 users drained at 343 K entries/s instead of 600 K
-     * (BENCHMARKS.md, "Time lists"). But a read of a list seeks every
-     * level-0 table (each holds the list), and a burst left up to 15 of
-     * them behind it: a timeline page at rest ran 10-25 % slower. So the
-     * trigger is raised only for the burst (tl_bulk_mode). */
+     * compacted every few seconds and stalled the writes, and the fan-out
+     * drained far slower. But a read of a list seeks every level-0 table
+     * (each holds the list), and a burst left up to 15 of them behind it,
+     * which slowed every timeline page at rest. So the trigger is raised
+     * only for the burst (tl_bulk_mode). */
     rocksdb_options_set_level0_file_num_compaction_trigger(o, TL_L0_COMPACTION);
     rocksdb_options_set_level0_slowdown_writes_trigger(o, TL_L0_SLOWDOWN);
     rocksdb_options_set_level0_stop_writes_trigger(o, TL_L0_STOP);

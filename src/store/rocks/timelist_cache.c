@@ -4,8 +4,7 @@
  * accounts its reader follows (core/feeds.c: they are not fanned out). At
  * 100 000 users a reader follows ~9 of them, so a page is ~10 range reads
  * of RocksDB, and each costs an iterator over every memtable and level plus
- * a seek in each (op_tlrange: 39 % of the server's CPU per page, measured
- * with perf on a 10 000-user dataset whose readers follow 16 big accounts).
+ * a seek in each (op_tlrange was a large share of a page's CPU in profiles).
  * The same few lists are read by every reader: their newest entries belong
  * in memory, as Redis would keep them.
  *

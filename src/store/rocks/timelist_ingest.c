@@ -3,13 +3,12 @@
  *
  * WHY. Every key that goes through the memtable costs a node in it, a
  * place in the sorted copy a flush makes of the hashed memtable, and a
- * share of the WAL: measured on a 2-core host, herald's fan-out path writes
- * 0.55-0.65 M entries/s at the issue's size, however the memtable is tuned
- * (BENCHMARKS.md, "Time lists"). A fan-out writes millions of entries that
- * nothing reads by key and that need no atomicity with anything else. Sorted
- * in memory and handed to RocksDB as a table file (IngestExternalFile), the
- * same entries skip the memtable, the WAL and the flush: 1.2-1.9 M entries/s
- * with the same two cores (bench/micro/ingest_micro.c).
+ * share of the WAL, and no tuning of the memtable took the fan-out path far
+ * past that cost. A fan-out writes millions of entries that nothing reads by
+ * key and that need no atomicity with anything else. Sorted in memory and
+ * handed to RocksDB as a table file (IngestExternalFile), the same entries
+ * skip the memtable, the WAL and the flush, and drain far faster
+ * (bench/micro/ingest_micro.c; docs/DESIGN.md, "Measured decisions").
  *
  * HOW. The adds' keys are encoded as op_tladd would write them (rocks/timelist.c),
  * sorted, written with an SstFileWriter that has the time lists' own options
@@ -122,8 +121,8 @@ static int key_order_r(const void *a, const void *b, void *keys) {
  * pass to count, one to move), ~15 a bucket for a gather of a million;
  * each bucket is then sorted by insertion, or by qsort when one list took
  * many adds. A qsort of the whole array (glibc's merge sort, with a
- * buffer of its own) was ~13 % of a fan-out's CPU in perf, and the
- * comparisons spread over 20 merge passes. */
+ * buffer of its own) showed in a fan-out's profile, its comparisons spread
+ * over 20 merge passes. */
 static void sort_entries(const fentry *in, fentry *out, size_t n, const char *keys) {
     const size_t buckets = (size_t)1 << SORT_BUCKET_BITS;
     size_t *end = hr_xcalloc(buckets, sizeof *end); /* counts, then where each bucket ends */

@@ -79,7 +79,7 @@ static vent *slot_for(vent *tab, size_t cap, uint64_t h, int cf, hr_slice key) {
  * slots. A batch of packed-set tests keeps thousands of records (a zipf-feed
  * friends-reads ~5,000: a table of 1 MiB), and a fresh zeroed table took two
  * page faults per 4 KiB in every such batch, each with a TLB flush across
- * the process's threads: ~16 % of that query's CPU (BENCHMARKS.md, round 9).
+ * the process's threads, a large share of that query's CPU.
  * Small tables come as cheaply from malloc; huge ones are not kept. */
 #define SPARES 4
 #define SPARE_MIN ((size_t)1 << 10)
@@ -452,10 +452,9 @@ void rx_iter_close(rx_iter *ri) {
  * Nearly every op reads its key's metadata record, a few keys (a ranking,
  * the index every upsert writes) are read by every batch of a kind, and a
  * query reads the same stories' records and the same packed-set chunks call
- * after call. Each of those reads is a memtable walk or an SST block lookup
- * (2-10 us here). So the view may take a metadata record, or a packed-set
- * chunk, from a cache of buckets of two ways (rbucket) instead, under two
- * rules:
+ * after call. Each of those reads is a memtable walk or an SST block lookup.
+ * So the view may take a metadata record, or a packed-set chunk, from a
+ * cache of buckets of two ways (rbucket) instead, under two rules:
  *
  *   - a batch that holds the key's stripe lock may use the cached record:
  *     every write of such a record reaches the cache at commit, under that
@@ -489,7 +488,7 @@ void rx_iter_close(rx_iter *ri) {
  * friends-reads takes every chunk of ~70 popular URLs' reader sets (4-8 KiB
  * each) to test 450 friends in each: copied, that was O(readers) of work
  * per URL for O(friends) tests, and its copies and the page faults of the
- * arena they filled were ~45 % of the call (BENCHMARKS.md, round 9). */
+ * arena they filled were a large part of the call. */
 struct rblob {
     _Atomic uint32_t refs;
     char bytes[];
@@ -522,10 +521,9 @@ typedef struct rway {
  * mapping (one way) made two keys of a working set that hash alike evict
  * each other on every use: 20,000 tail URLs in 1,048,576 slots are ~190
  * such pairs, so nearly every tail-feed friends-reads went to RocksDB for
- * a couple of them (BENCHMARKS.md, reading round 12). With two ways and
- * least-recently-used replacement, three keys must meet in a bucket.
- * influx and watermark are the bucket's: a write of any of its keys marks
- * it, as it marked the one slot before. */
+ * a couple of them. With two ways and least-recently-used replacement,
+ * three keys must meet in a bucket. influx and watermark are the bucket's:
+ * a write of any of its keys marks it, as it marked the one slot before. */
 #define RCACHE_WAYS 2
 typedef struct rbucket {
     rway way[RCACHE_WAYS];
@@ -831,20 +829,14 @@ void rx_cache_before_write(rx *x) {
 }
 
 /* A batch offers the chunk cache at most its slots / OFFER_SHARE of the
- * chunks it read (slots: its ways). The cache was direct-mapped then: a
- * friends-reads of 1,000 heavy
- * readers' packed sets reads ~8,000 chunks of ~6 KiB, and with 4,096 slots
- * (the cache's size then; now a slot per 4 KiB of chunk_cache),
- * and offering them all copied ~48 MB a query into slots that the same
- * batch then evicted (the copies and their page faults were ~20 % of its
- * CPU; with the cap its CPU went from 37-39 to 33 ms on BENCHMARKS.md's
- * small store). An eighth still copied 512 chunks (3 MB) a zipf-feed query
- * of a 450-friend user, most of them evicted by the next query's: copying
- * the offers was ~6 % of its CPU, and a thirty-second took 13.8 -> 12.9 ms
- * (median of 5 alternated runs; the worst case unchanged within its
- * noise). A query of a few dozen chunks (stories' unseen) offers them all
- * either way. Metadata records are small and their cache 4x larger: no
- * cap. */
+ * chunks it read (slots: its ways). A query that reads more chunks than
+ * the cache holds (a friends-reads of 1,000 heavy readers' packed sets
+ * reads ~8,000) copied them into slots that the same batch then evicted,
+ * and a zipf-feed query's offers were mostly evicted by the next query's:
+ * those copies and their page faults showed in both queries' CPU, and a
+ * thirty-second share cuts them without hurting the worst case. A query of
+ * a few dozen chunks (stories' unseen) offers them all either way. Metadata
+ * records are small and their cache 4x larger: no cap. */
 #define OFFER_SHARE 32
 
 void rx_cache_after_write(rx *x, bool ok, bool wrote) {

@@ -56,8 +56,8 @@ bool zs_collect(void *ctx, uint64_t enc, hr_slice member);
 bool ztl_score_ok(double score); /* an integer with |score| <= 2^53 */
 /* A set of times leaves its metadata record sooner than other sets: inline,
  * every write rewrites the whole record (up to 4 KB into the WAL and the
- * memtable), and out of line its writes are cheap. 16 and 128 measured
- * alike on the stories bench (BENCHMARKS.md). */
+ * memtable), and out of line its writes are cheap; a limit of 128 did no
+ * better than 16. */
 #define ZTL_INLINE_MAX_ENTRIES 16
 /* The value of a set of times' index entry: expire_at 0 (never), then this
  * mark, by which the time lists' compaction filter tells the entries of a
@@ -132,16 +132,15 @@ void zc_after_write(rx *x, bool ok, bool wrote, uint64_t stamp);
  * direct-mapped, n sets in the slots lost ~n^2 / (2 ZC_SLOTS) of them to
  * each other: with 2,048 slots, 1,000 users' friend lists kept only ~800,
  * and the rest were read from disk on every other query, each evicting
- * another: ~8 % of a friends-reads over long-tail URLs (BENCHMARKS.md,
- * round 10). 65,536 slots (3 MiB, in buckets of two ways) keep all but a
+ * another. 65,536 slots (3 MiB, in buckets of two ways) keep all but a
  * few of 1,000; the budget bounds the entries (~16,000 lists of 450). */
 #define ZC_SLOTS 65536
 /* A read of part of a set that is not cached (by score, or after a cursor)
  * reads all of it, to offer it, when it has at most this many members: a
  * URL's readers are read from the oldest that is still live, so none was
- * ever cached, and a friends-reads over long-tail URLs read ~1 list of
- * 130-440 readers a call from disk, ~20 % of its CPU (BENCHMARKS.md,
- * reading round 16). A bigger set read a page at a time stays on disk. */
+ * ever cached, and a friends-reads over long-tail URLs read about a list
+ * of a few hundred readers from disk every call, a large share of its CPU.
+ * A bigger set read a page at a time stays on disk. */
 #define ZC_FILL_MEMBERS 1024
 #define ZC_MAX_BYTES (256u << 10)
 #define ZC_BUDGET ((size_t)128 << 20)

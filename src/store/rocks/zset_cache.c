@@ -5,9 +5,8 @@
  * reads all of them), a reader's big accounts (every timeline page). On disk
  * such a read is an iterator over the "zindex" column family: a seek into
  * every file that may hold the set, then a step per member across the
- * merged levels, ~0.4 us a member on this project's machine, so ~200 us for
- * 450 friends, a fifth of a friends-reads over 100 long-tail URLs
- * (BENCHMARKS.md). Sets small enough to be inline (rocks/zset_inline.c) are read
+ * merged levels: for 450 friends, a large part of a friends-reads over 100
+ * long-tail URLs. Sets small enough to be inline (rocks/zset_inline.c) are read
  * with their metadata already; sets kept in memory (rocks/zset_memory.c) are
  * rankings. This is for the ones between: up to ZC_MAX_MEMBERS members.
  *
@@ -18,9 +17,8 @@
  * went to disk offers what it read, at the end of its batch. A batch that
  * takes a cached set holds it as long as its results (hr_batch_hold), so
  * op_zrange's members point into it (zc_lasting) instead of being copied:
- * the copies were ~11 % of a friends-reads of a user with 5,000 friends
- * over long-tail URLs, and ~15 % of its CPU went with them (BENCHMARKS.md,
- * reading round 13).
+ * the copies were a large part of a friends-reads' CPU for a user with
+ * 5,000 friends over long-tail URLs.
  *
  * CONSISTENCY. The record cache's rules (rocks/view.c), with writers that
  * only invalidate: zs_write and zs_remove, the only writers of a set's index
@@ -36,9 +34,8 @@
  * SIZE. A set of up to ZC_MAX_MEMBERS members and ZC_MAX_BYTES of entries:
  * room for the largest friend list a friends-reads takes (5,000 friends,
  * core/reading.h) with ids of up to ~40 bytes. With the limit at 4,096 and
- * 64 KiB, a user of 5,000 friends read them from disk on every query: 62 %
- * of a worst-case friends-reads over 100 long-tail URLs (BENCHMARKS.md,
- * "Round 8"), which then took half the time.
+ * 64 KiB, a user of 5,000 friends read them from disk on every query, most
+ * of a worst-case friends-reads over 100 long-tail URLs.
  *
  * MEMORY. ZC_SLOTS slots (buckets of two ways, rocks/view.c), ZC_BUDGET
  * bytes of entries in all (rcache_new): a set of 450 friends with 8-byte ids

@@ -1,13 +1,13 @@
 /* rocks/zset_inline.c — small sorted sets kept inside their metadata record.
  *
  * WHY. A range read of a sorted set on disk is an iterator seek into every
- * file that may hold part of it: ~15-30 us a set on this project's machine,
- * most of a friends-reads query over 100 long-tail URLs (each read by one or
- * two users; BENCHMARKS.md, "Social reading"). Its metadata record is read
- * anyway, by the batch's one MultiGet. So a set of at most ZINLINE_MAX_ENTRIES
- * members (and ZINLINE_MAX_BYTES of entries) keeps them in that record, as
- * Redis keeps small sets in one listpack: a range read, a score lookup, a
- * size are then answered from the record the batch already holds.
+ * file that may hold part of it, and those seeks were most of a
+ * friends-reads query over 100 long-tail URLs (each read by one or two
+ * users). Its metadata record is read anyway, by the batch's one MultiGet.
+ * So a set of at most ZINLINE_MAX_ENTRIES members (and ZINLINE_MAX_BYTES of
+ * entries) keeps them in that record, as Redis keeps small sets in one
+ * listpack: a range read, a score lookup, a size are then answered from the
+ * record the batch already holds.
  *
  * LAYOUT (rocks/engine.c draws the record): after the flags byte (ZF_INLINE), the
  * entries, each | u64 score (encoded) | u16 member length | member bytes |,

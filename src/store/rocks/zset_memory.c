@@ -4,12 +4,11 @@
  * (score | member) index for ranges. Changing a member's score deletes its
  * old index key and writes a new one. A ranking re-scored on every vote (a
  * story's sum) therefore fills the region every read walks, its top, with
- * tombstones: measured (bench/micro/store_micro.c, BENCHMARKS.md), a top-20
- * read of a 5,000-member set went from 81 us to 1.27 s after 200,000 score
- * changes, and still took 3.8 ms after a flush. No compaction schedule keeps
- * up with tens of thousands of moves a second in one small key range. Redis
- * keeps every sorted set in memory; this backend does so for the sets that
- * need it.
+ * tombstones: a top-20 read slows by orders of magnitude as scores change,
+ * and stays slow after a flush (bench/micro/store_micro.c; docs/DESIGN.md,
+ * "Measured decisions"). No compaction schedule keeps up with tens of
+ * thousands of moves a second in one small key range. Redis keeps every
+ * sorted set in memory; this backend does so for the sets that need it.
  *
  * WHAT. A set is "in memory" when its metadata carries ZF_MEM. Its member
  * records (prefix | member -> score) stay on disk and are written in the
@@ -18,16 +17,16 @@
  * column family, which gets no more writes for it (the compaction filter
  * drops the index keys it had). At open nothing is loaded: the first op
  * that needs a set's order builds it from the member records (one scan,
- * one sort; about 0.3 s per million members) and keeps it until close.
+ * one sort) and keeps it until close.
  *
  * WHERE ITS MEMBER RECORDS GO. Moving into memory copies them from
  * "subkeys" to "memsetmembers" in the write that marks the metadata
  * (ZF_MEMCF; mark_in_memory), and the sub-key compaction filter drops the
  * originals. That column family's memtable is a vector (rocks/engine.c): only
  * builds read it, so a ranking's write per vote is an append instead of a
- * skiplist insert, measured to be a fifth of a rating upsert's CPU at full
- * scale (BENCHMARKS.md). A set moved by an older version, without
- * ZF_MEMCF, keeps its records in "subkeys" (zm_member_cf).
+ * skiplist insert, which was a large share of a rating upsert's CPU. A set
+ * moved by an older version, without ZF_MEMCF, keeps its records in
+ * "subkeys" (zm_member_cf).
  *
  * WHICH SETS. A set moves into memory (once; never back) when, since the
  * store opened, its members have changed score at least as many times as it

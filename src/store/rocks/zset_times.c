@@ -17,7 +17,7 @@
  * "timesetmembers", with a hashed memtable too (rocks/engine.c): in "timelists"
  * they would have only that family's prefix blooms, so looking up a new
  * member, a miss, would read a block of every table holding any of the
- * set's keys (measured slower, BENCHMARKS.md).
+ * set's keys.
  *
  * WHAT. A set made by hr_zadd_time carries ZF_TL from its creation, inline
  * too; rocks/zset_inline.c spills it here. Its metadata is any set's, its member
