@@ -182,9 +182,8 @@ static int parse_serve_args(int argc, char **argv, hr_config *cfg) {
 /* The I/O threads when --threads is not given: one per core keeps the cores
  * busy when a request is CPU work in the process (RocksDB). On Redis Cluster
  * a request mostly waits for its round trips, and one thread per core left
- * the cores idle: home timeline pages on 2 cores at 64 connections
- * (BENCHMARKS.md, "Activity feeds") with 2 threads 6.5-6.7 K pages/s, 4:
- * 8.7-8.9 K, 8: 9.9-10.3 K, 16: 9.3-10.7 K. */
+ * the cores idle: home timeline pages a second grew with the threads up to
+ * four per core, and no further (docs/DESIGN.md, "Measured decisions"). */
 static unsigned default_io_threads(const hr_store *store) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned n = cores > 0 ? (unsigned)cores : 1;

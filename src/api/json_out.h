@@ -4,10 +4,10 @@
  * hr_reply_json writes). A feed page is the exception: twenty activities,
  * each holding `data` that is stored as JSON text already. Building it with
  * jansson meant parsing every stored `data` back into objects, allocating a
- * node per field and dumping it all again: measured, jansson and the
- * allocations behind it were over half of the server's CPU on a timeline
- * page. This writer appends the text directly and copies stored JSON
- * verbatim.
+ * node per field and dumping it all again: jansson and the allocations
+ * behind it were most of the server's CPU on a timeline page (docs/DESIGN.md,
+ * "Measured decisions"). This writer appends the text directly and copies
+ * stored JSON verbatim.
  *
  * Usage:
  *

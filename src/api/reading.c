@@ -168,7 +168,7 @@ static bool first_of_its_kind(const hr_slice *urls, size_t i) {
 /* {"urls":{URL as sent:{"url":canonical,"friends":[...],"readers":n},...}},
  * written directly (api/json_out.h): a worst-case answer (5,000 friends who
  * read much) holds ~170,000 friend ids, 1.3 MB, and building it as jansson
- * objects was half of the server's CPU on that call. */
+ * objects was a large share of the server's CPU on that call. */
 static void reply_friends_reads(hr_request *req, const hr_slice *urls, const hr_url_reads *out, size_t n) {
     hr_buf text = HR_BUF_INIT;
     hr_jw w = hr_jw_start(&text);

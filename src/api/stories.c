@@ -86,8 +86,8 @@ static json_t *story_full_json(const hr_story *st) {
 }
 
 /* A page of stories, written directly (api/json_out.h): the same fields as
- * story_json. jansson's objects were a tenth of the server's CPU on an
- * unseen page. */
+ * story_json, without jansson objects, which showed in the server's CPU on
+ * an unseen page. */
 static void reply_page(hr_request *req, const hr_story_page *page, bool with_hot) {
     hr_buf out = HR_BUF_INIT;
     hr_buf_reserve(&out, 64 + page->n * 160);

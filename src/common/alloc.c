@@ -11,12 +11,10 @@
  * sanitizer builds ignore the symbol). thp:always marks every mapping it
  * takes from the kernel for transparent huge pages: a friends-reads tests
  * ~29,000 members a call at random in images of up to ~2 MiB each, tens of
- * megabytes in all, and each test on 4 KiB pages also misses the TLB. In
- * four alternated runs of a 450-friend zipf feed it gave a p50 of 0.70-0.78
- * ms against 0.74-0.97 without, and a p99 of 1.2-1.9 ms against 1.9-3.3,
- * for ~5 % more resident memory (BENCHMARKS.md, reading round 21).
- * MALLOC_CONF in the environment still overrides it ("thp:default" turns
- * it off). */
+ * megabytes in all, and each test on 4 KiB pages also misses the TLB. It
+ * lowers that query's tail latency for a little more resident memory
+ * (docs/DESIGN.md, "Measured decisions"). MALLOC_CONF in the environment
+ * still overrides it ("thp:default" turns it off). */
 const char *malloc_conf = "thp:always";
 
 static void oom(size_t n) {

@@ -2,12 +2,12 @@
  *
  * WHY. A friends-reads of a user with ~450 friends over a feed of popular
  * URLs tests the friends against ~65 URL sets: ~29,000 member tests, most of
- * a 1-1.5 ms call (BENCHMARKS.md, reading round 19). The tests of different
- * URLs are independent, so a caller can hand part of them to another core
- * while it does the rest. Under load every core is busy with requests of its
- * own and the helper is taken, so a call that finds it busy runs the task
- * itself: the helper lowers latency when there are cores to spare and costs
- * nothing (but a failed try) when there are not.
+ * the call. The tests of different URLs are independent, so a caller can
+ * hand part of them to another core while it does the rest. Under load
+ * every core is busy with requests of its own and the helper is taken, so a
+ * call that finds it busy runs the task itself: the helper lowers latency
+ * when there are cores to spare and costs nothing (but a failed try) when
+ * there are not.
  *
  * USE. hr_assist_start(h, fn, arg) hands fn(arg) to the helper if it is idle
  * and returns true; the caller must then hr_assist_join(h) before it reads
@@ -17,13 +17,13 @@
  * back, and the caller runs it itself, rather than wait for that core.
  *
  * LATE TASKS. A helper that has started may still stop for milliseconds:
- * on a virtual machine its core is sometimes given to another guest (an
- * instrumented run saw joins of M450 zipf calls wait 3-10 ms for a part
- * that takes 0.5). hr_assist_join_by waits only until a deadline; a task still
- * running then is left to the helper (HR_ASSIST_LATE), which goes back to
- * idle by itself when fn returns. From then on fn(arg) and the caller
- * share arg with no join between them: they must agree who frees it, and
- * the caller does the task's work again if it needs it (core/reading.c). */
+ * on a virtual machine its core is sometimes given to another guest, and a
+ * join then waits many times as long as the part takes. hr_assist_join_by
+ * waits only until a deadline; a task still running then is left to the
+ * helper (HR_ASSIST_LATE), which goes back to idle by itself when fn
+ * returns. From then on fn(arg) and the caller share arg with no join
+ * between them: they must agree who frees it, and the caller does the
+ * task's work again if it needs it (core/reading.c). */
 #ifndef HR_ASSIST_H
 #define HR_ASSIST_H
 #include <stdbool.h>

@@ -22,7 +22,7 @@ typedef struct hr_buf {
 void hr_buf_reserve(hr_buf *b, size_t extra);
 void hr_buf_append_slow(hr_buf *b, const void *p, size_t n);
 /* Appends are inline: keys and answers are built from many small pieces,
- * and a call per piece showed in profiles (7 % of a timeline page). */
+ * and a call per piece showed in profiles of a timeline page. */
 static inline void hr_buf_append(hr_buf *b, const void *p, size_t n) {
     if (b->len + n < b->cap) { /* room for the bytes and the trailing NUL */
         if (n) memcpy(b->data + b->len, p, n);

@@ -192,7 +192,7 @@ static void throttle(const job_run *r) {
 /* Per-member work of a paged phase: add ops for one follower / member to b,
  * and any timeline trims to trims (run after b, in a batch of their own: a
  * trim reads the list, and a batch that reads after it writes is indexed by
- * RocksDB, which made every blind add of the page ~50 times dearer). */
+ * RocksDB, which made every blind add of the page many times dearer). */
 typedef void (*member_fn)(job_run *r, hr_batch *b, hr_batch *trims, hr_slice member, hr_buf *k);
 
 /* Now and then (1 in 1024 entries, spread by member and activity) a
@@ -205,10 +205,10 @@ typedef void (*member_fn)(job_run *r, hr_batch *b, hr_batch *trims, hr_slice mem
  * timeline_ttl are dropped by compaction (RocksDB) or the trim.
  *
  * Where the store caps timelines itself (RocksDB: its compaction drops what
- * is past timeline_max, hr_store_tlcap), there are no trims: at 100,000
- * users they were ~40 % of a gathered fan-out's time (a scan of the list,
- * a tombstone per entry dropped, and a memtable flush at each gathered
- * write, the tombstones being in the memtable), BENCHMARKS.md. */
+ * is past timeline_max, hr_store_tlcap), there are no trims: they were a
+ * large part of a gathered fan-out's time (a scan of the list, a tombstone
+ * per entry dropped, and a memtable flush at each gathered write, the
+ * tombstones being in the memtable). */
 static bool trim_now(hr_slice member, const char *id) {
     uint32_t h = 2166136261u;
     for (size_t i = 0; i < member.len; i++)

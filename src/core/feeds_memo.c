@@ -4,11 +4,11 @@
  * WHY. A home page of 20 costs three store round trips: the reader's
  * timeline and big accounts, the big accounts' feeds, the bodies. At
  * 100 000 users its timeline read seeks a store much larger than RocksDB's
- * block cache: ~60 us of CPU a page, where the HTTP request around it costs
- * ~9. Readers come back to the same first page far more often than it
- * changes, so it is kept, as the page the reads made, and answered from
- * memory until a key it was read from is written (or an entry it shows, or
- * the next one, expires).
+ * block cache, which costs several times the HTTP request around it
+ * (docs/DESIGN.md, "Measured decisions"). Readers come back to the same
+ * first page far more often than it changes, so it is kept, as the page
+ * the reads made, and answered from memory until a key it was read from is
+ * written (or an entry it shows, or the next one, expires).
  *
  * WHAT IS KEPT: the page as read_page made it (each item's id and body as
  * stored, and the next cursor), with the stamps of every key read for it:

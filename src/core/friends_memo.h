@@ -3,14 +3,14 @@
  *
  * WHY. A friends-reads of a user with 5,000 friends over long-tail URLs
  * read the friend list from the store's cache, decoded its 5,000 entries
- * into the batch, and hashed each into a friend index, on every call: ~40 %
- * of the call, for a list that changes only when a friendship does
- * (BENCHMARKS.md, reading round 13). The RocksDB store answers a whole set
- * from its cache with an origin (store.h, hr_result.origin): the same
- * origin, kept alive, means the same set, and a read given it as
- * spec.unless answers "unchanged" without decoding anything. So the memo
- * keeps, per user, that origin, the ids (pointing into it) and the index;
- * a call asks the store whether the set is still that one, and reuses them.
+ * into the batch, and hashed each into a friend index, on every call: a
+ * large part of the call, for a list that changes only when a friendship
+ * does. The RocksDB store answers a whole set from its cache with an
+ * origin (store.h, hr_result.origin): the same origin, kept alive, means
+ * the same set, and a read given it as spec.unless answers "unchanged"
+ * without decoding anything. So the memo keeps, per user, that origin, the
+ * ids (pointing into it) and the index; a call asks the store whether the
+ * set is still that one, and reuses them.
  * A friendship change writes the set, the store's cache drops its copy,
  * and the next read answers the new list (a new origin). Redis gives no
  * origins: nothing is kept, every call reads the list.

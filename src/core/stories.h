@@ -61,8 +61,8 @@
  * writes a ranking, and a store serialises the writes of one key (RocksDB
  * holds the key's lock through the commit; Redis runs one node's commands
  * one at a time). With one ranking, the votes of two threads on different
- * stories queued behind each other: 2 threads upserted 18 000 ratings/s,
- * no more than 1. With HR_RANK_SHARDS of them, two votes wait for each
+ * stories queued behind each other: two threads upserted no more ratings
+ * than one. With HR_RANK_SHARDS of them, two votes wait for each
  * other only when their stories share a shard. Readers of the whole order
  * read every shard in one batch and merge (core/rank_merge.h).
  *

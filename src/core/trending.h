@@ -23,8 +23,8 @@
  * RANKING WITHOUT RE-SCORING. The obvious ranking, a sorted set per bucket
  * whose scores are the counts (one ZINCRBY per read), moves an entry on
  * every read; RocksDB's sorted sets leave a tombstone per move in the index
- * that later range reads must step over (BENCHMARKS.md, stories: a top-20
- * read took 1.3 s after 200 K score changes). So the counts live in plain
+ * that later range reads must step over, so a set re-scored often reads
+ * ever slower (rocks/zset_memory.c). So the counts live in plain
  * counters and each bucket keeps a sorted set of CANDIDATES, written only
  * when a URL's counter reaches a milestone (1, 2, 3, 4, 6, 8, 12, 16, 24,
  * ...: the powers of two and three times them): a URL read c times in a

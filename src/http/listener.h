@@ -3,11 +3,11 @@
  * libmicrohttpd's own thread pool shares one listen socket among its
  * threads, and whichever thread wins the race to accept() serves the
  * connection for its whole life. With few connections that often puts two
- * busy ones on one thread while the other idles: wrk with 2 connections got
- * ~8 000 unseen pages/s in one run and ~15 000 in the next, depending only
- * on where its two connections landed. So herald accepts connections itself,
- * on one thread, and hands each to the I/O thread (one libmicrohttpd daemon
- * each) that has the fewest open, the next in turn on a tie.
+ * busy ones on one thread while the other idles: wrk with 2 connections had
+ * fast runs and slow ones, depending only on where its two connections
+ * landed. So herald accepts connections itself, on one thread, and hands
+ * each to the I/O thread (one libmicrohttpd daemon each) that has the
+ * fewest open, the next in turn on a tie.
  *
  * A connection counts from its hand-over (here) to libmicrohttpd's
  * notification that it closed (server.c). */

@@ -9,8 +9,8 @@
  * method for requests that matched no route (route="unmatched": 404, 405).
  * A HEAD answered by a GET route counts under that route.
  *
- * This runs on every request, on every I/O thread, at ~100K req/s: a request
- * costs a few relaxed atomic adds on its route's own cache lines and no lock.
+ * This runs on every request, on every I/O thread: a request costs a few
+ * relaxed atomic adds on its route's own cache lines and no lock.
  * Statuses are counted in a fixed set of slots (the statuses herald answers,
  * then one per class for anything else), latencies in fixed buckets; the
  * render cumulates the buckets. A render racing with requests may see a

@@ -314,7 +314,7 @@ int hr_load_run(hr_store *store, hr_graph *graph, hr_feeds *feeds, const hr_fano
     /* The graph phase can leave compactions behind it. The fan-out is
      * timed on a settled store, so that its rate is its own work (with the
      * flushes and compactions of its own entries that run while it drains),
-     * not the graph's. At 100,000 users the wait took 4.8 s (BENCHMARKS.md). */
+     * not the graph's. */
     if (!atomic_load(&sh->failed) && !o->no_fanout) {
         bool settled;
         stats->settle_s =

@@ -95,8 +95,7 @@ typedef struct hr_store_options {
      * set's size and, for a small set, its members: a rarely read URL's
      * readers), a slot of 48 bytes per 256; 0 means the default (256 MiB).
      * A friends-reads of a feed of 100 rarely read URLs reads 100 of them,
-     * and from the block cache each costs ~2.5 us (BENCHMARKS.md, reading
-     * round 11). Redis: ignored. */
+     * each far dearer from the block cache than from here. Redis: ignored. */
     size_t meta_cache_bytes;
     /* RocksDB: memory in bytes for images of large packed sets (a popular
      * URL's readers, rocks/pset_image.c), ~23 bytes a member; 0 means the
@@ -180,7 +179,7 @@ int hr_store_ping(hr_store *s, hr_err *err);
  * loaders (herald load): a bulk load leaves RocksDB tens of level-0 files
  * to compact, and a server started at once shares the cores with those
  * compactions and reads through every one of those files until they are
- * done (BENCHMARKS.md, feeds: twice the pages per second once settled). */
+ * done (docs/DESIGN.md, "Measured decisions"). */
 double hr_store_settle(hr_store *s, double max_s, bool *settled);
 
 /* Whether the store has background work for hr_store_settle to wait for
@@ -575,9 +574,9 @@ bool hr_store_tlcap(hr_store *s, hr_slice prefix, hr_slice suffix, size_t keep);
  * an op's 512) and writes them in the cheapest way the store has:
  *   - RocksDB, from 50,000 adds on (tl_file_min): sorted into one table
  *     file, ingested into the time lists (rocks/timelist_ingest.c). No WAL, no
- *     memtable: a fan-out at 100,000 users drains ~2.5 times as fast, but
- *     each write has a fixed cost (a flush of the time lists' memtable, a
- *     level-0 table more), so gathering more per write pays.
+ *     memtable: a fan-out drains far faster, but each write has a fixed cost
+ *     (a flush of the time lists' memtable, a level-0 table more), so
+ *     gathering more per write pays.
  *   - otherwise (Redis; RocksDB below that): batches of hr_tladd, as a
  *     caller would write them.
  * hr_tlbulk_write returns when every add is visible and durable, as a batch

@@ -46,7 +46,7 @@ unsigned rc_key_slot(hr_slice key) {
 }
 
 /* slot_tags[s] hashes to s. Built once by trying short base-62 strings in
- * order until every slot has one (~170,000 CRCs, about a millisecond). */
+ * order until every slot has one (~170,000 CRCs, once per process). */
 static char slot_tags[RC_SLOTS][8];
 static pthread_once_t slot_tags_once = PTHREAD_ONCE_INIT;
 
