@@ -15,10 +15,10 @@ endif
 DEP_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEP_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 # The release binaries allocate with jemalloc, as RocksDB recommends: glibc's
-# malloc was a quarter of the server's CPU on a timeline page (RocksDB's
-# iterators and values, the answer's buffers), jemalloc's thread caches take
-# most of that off (BENCHMARKS.md). The sanitizer builds keep the allocator
-# AddressSanitizer brings.
+# malloc was a large share of the server's CPU on a timeline page (RocksDB's
+# iterators and values, the answer's buffers), and jemalloc's thread caches
+# take most of that off (docs/DESIGN.md, "Measured decisions"). The sanitizer
+# builds keep the allocator AddressSanitizer brings.
 REL_LIBS   = $(DEP_LIBS) $(shell pkg-config --libs jemalloc 2>/dev/null)
 
 LIB_SRC  := $(sort $(wildcard src/common/*.c src/store/*.c src/store/rocks/*.c src/store/redis/*.c src/http/*.c \
@@ -70,7 +70,7 @@ $(BUILD)/stories_load: $(BUILD)/bench/stories_load.o $(BUILD)/libherald.a
 $(BUILD)/reading_load: $(BUILD)/bench/reading_load.o $(BUILD)/libherald.a
 	$(CC) $(CFLAGS) -o $@ $^ $(REL_LIBS)
 
-# Micro-benchmarks of store primitives (BENCHMARKS.md says which figure each gives).
+# Micro-benchmarks of store primitives (bench/micro/store_micro.c says what each measures).
 $(BUILD)/store_micro: $(BUILD)/bench/micro/store_micro.o $(BUILD)/libherald.a
 	$(CC) $(CFLAGS) -o $@ $^ $(REL_LIBS)
 
