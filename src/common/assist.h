@@ -23,7 +23,7 @@
  * helper (HR_ASSIST_LATE), which goes back to idle by itself when fn
  * returns. From then on fn(arg) and the caller share arg with no join
  * between them: they must agree who frees it, and the caller does the
- * task's work again if it needs it (core/reading.c). */
+ * task's work again if it needs it (core/reading_split.c). */
 #ifndef HR_ASSIST_H
 #define HR_ASSIST_H
 #include <stdbool.h>

@@ -65,7 +65,7 @@
  * two), 2
  * otherwise (the rest of the lists chosen, the URL-set tests and the
  * friends' tests), 3 when a URL set turned out incomplete (a store written
- * before URL sets: core/reading.c);
+ * before URL sets: core/reading_record.c);
  * friends-popular 3; opt-out 2 + one write per 1,000 reads. */
 #ifndef HR_READING_H
 #define HR_READING_H
@@ -81,10 +81,10 @@
 #include "core/trending.h"
 #include "store/store.h"
 
-#define HR_READING_URLS_MAX 100     /* URLs in one friends-reads */
-#define HR_READING_FRIENDS_MAX 5000 /* friends one query considers (the newest, from the graph) */
-#define HR_READING_SITES_MAX 10000  /* selected sites */
-#define HR_READING_LIST_FIRST 32    /* readers of each URL read in the first round trip, */
+#define HR_READING_URLS_MAX 100      /* URLs in one friends-reads */
+#define HR_READING_FRIENDS_MAX 5000  /* friends one query considers (the newest, from the graph) */
+#define HR_READING_SITES_MAX 10000   /* selected sites */
+#define HR_READING_LIST_FIRST 32     /* readers of each URL read in the first round trip, */
 #define HR_READING_LIST_FIRST_OF 128 /* of a URL read by at most this many (a hint, below) */
 
 typedef struct hr_reading_options {

@@ -1,5 +1,5 @@
 /* reading_keys.h — the storage keys of social reading, in one place:
- * core/reading.c (reads, sites, sharing) and core/trending.c (popular and
+ * core/reading*.c (reads, sites, sharing) and core/trending.c (popular and
  * trending counts) share the URL keys.
  *
  * NS is the namespace ("" in the server); braces are Redis Cluster hash
@@ -24,7 +24,7 @@
  *                              after its read, for friends-reads' URL_SET
  *                              side; plus HR_RK_SET_COMPLETE, never
  *                              expiring, when the set holds every reader
- *                              of the list (core/reading.c)
+ *                              of the list (core/reading_record.c)
  *   {NSrl/HEX}/u        value  the URL's canonical form (for lists)
  *   {NSrl/HEX}/c/G/B    counter  distinct readers of the URL in time bucket
  *                              B (bucket number, decimal) of granularity G
@@ -53,7 +53,7 @@ static inline uint64_t hr_rk_reader(hr_slice uid) {
     return XXH3_64bits(uid.ptr, uid.len) | 1;
 }
 
-/* The member that says a URL set is complete (see core/reading.c). */
+/* The member that says a URL set is complete (see core/reading_record.c). */
 #define HR_RK_SET_COMPLETE UINT64_C(0)
 
 /* Keys are built by appending, not with printf: a friends-reads request

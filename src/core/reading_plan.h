@@ -34,7 +34,7 @@
  * FRIENDS side, for the k that minimises the total.
  *
  * A URL set may not hold every reader (a store written before URL sets
- * existed: core/reading.c says how that is detected); such URLs are then
+ * existed: core/reading_record.c says how that is detected); such URLs are then
  * planned again with set_test = HUGE_VAL (no URL sets) and answered in one
  * more round trip.
  *

@@ -198,7 +198,7 @@ int hr_stories_add_url(hr_stories *s, hr_slice id, hr_slice url, bool preferred,
 /* The newest stories (by story time, newest first), after req->since_ms. */
 int hr_stories_recent(hr_stories *s, const hr_list_req *req, hr_arena *a, hr_story_page *out, hr_err *err);
 
-/* ---- For core/ratings.c: the pieces of a vote and of story lists ---- */
+/* ---- For core/ratings*.c: the pieces of a vote and of story lists ---- */
 
 /* The shard of the rankings that holds story id (0..HR_RANK_SHARDS-1). */
 unsigned hr_stories_rank_shard(hr_slice id);

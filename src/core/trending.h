@@ -107,7 +107,7 @@ typedef struct hr_trends hr_trends;
 hr_trends *hr_trends_new(hr_store *store, const char *ns);
 void hr_trends_free(hr_trends *t);
 
-/* ---- Recording a read (core/reading.c), inside the caller's batches ----- */
+/* ---- Recording a read (core/reading_record.c), inside the caller's batches */
 
 typedef struct hr_trend_read {
     uint64_t url_hash;

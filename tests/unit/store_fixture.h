@@ -1,9 +1,11 @@
 /* store_fixture.h — the store conformance fixture: each primitive family's
  * checks live in a file of their own and run on both backends.
  *
- * Used by test_store.c, test_store_tl.c and test_store_queue.c.
- * test_store.c adds a third suite, RocksDB with every sorted set kept in
- * memory (fx_rocksmem_init).
+ * Used by test_store*.c and test_rocks_tlcache.c. test_store.c,
+ * test_store_zset.c, test_store_zmodel.c, test_store_distinct.c and
+ * test_store_pset.c (which share store_checks.h) add a third suite, RocksDB
+ * with every sorted set kept in memory (fx_rocksmem_init): STORE_SUITES_MEM
+ * and STORE_TEST_IN_MEM.
  *
  * STORE_SUITES(rocks_suite, redis_suite) declares a pair of suites, and
  * STORE_TEST_IN(rocks_suite, redis_suite, name) registers one check,
@@ -28,15 +30,15 @@
 #include "common/arena.h"
 #include "store/store.h"
 
-static hr_store *S;          /* the store under test, or NULL */
+static hr_store *S;                 /* the store under test, or NULL */
 static hr_store_options store_opts; /* what S is opened with (zeros: the defaults) */
-static bool zsets_in_memory; /* RocksDB keeps every sorted set in memory (fx_rocksmem_init) */
-static char open_error[512]; /* why S is NULL */
-static char store_uri[128];  /* what S was opened from (fx_reopen) */
-static char tmpdir[64];      /* rocks: the DB's parent directory */
-static char prefix[40];      /* this test's key namespace */
-static hr_arena keys;        /* memory of K() / KT() / M() */
-static hr_batch *B;          /* the batch of ONE() */
+static bool zsets_in_memory;        /* RocksDB keeps every sorted set in memory (fx_rocksmem_init) */
+static char open_error[512];        /* why S is NULL */
+static char store_uri[128];         /* what S was opened from (fx_reopen) */
+static char tmpdir[64];             /* rocks: the DB's parent directory */
+static char prefix[40];             /* this test's key namespace */
+static hr_arena keys;               /* memory of K() / KT() / M() */
+static hr_batch *B;                 /* the batch of ONE() */
 
 static void fx_open(void) {
     hr_err err = {0};
@@ -77,9 +79,10 @@ static void fx_redis_init(void) {
     fx_common_init();
     const char *uri = getenv("HERALD_TEST_REDIS");
     if (uri == NULL || *uri == '\0') {
-        snprintf(open_error, sizeof open_error,
-                 "HERALD_TEST_REDIS is not set: run scripts/test.sh, which starts a Redis Cluster and sets it "
-                 "(e.g. HERALD_TEST_REDIS=redis://127.0.0.1:7100)");
+        snprintf(
+            open_error, sizeof open_error,
+            "HERALD_TEST_REDIS is not set: run scripts/test.sh, which starts a Redis Cluster and sets it "
+            "(e.g. HERALD_TEST_REDIS=redis://127.0.0.1:7100)");
         return;
     }
     snprintf(store_uri, sizeof store_uri, "%s", uri);
@@ -120,7 +123,7 @@ static inline hr_store *fx_reopen(void) {
 }
 
 #define STORE_SUITES(rocks_suite, redis_suite)                                                               \
-    TestSuite(rocks_suite, .init = fx_rocks_init, .fini = fx_rocks_fini, .timeout = 60);                    \
+    TestSuite(rocks_suite, .init = fx_rocks_init, .fini = fx_rocks_fini, .timeout = 60);                     \
     TestSuite(redis_suite, .init = fx_redis_init, .fini = fx_fini, .timeout = 60)
 
 /* One check, registered for both backends. */
@@ -133,6 +136,19 @@ static inline hr_store *fx_reopen(void) {
         check_##name(require_store());                                                                       \
     }                                                                                                        \
     static void check_##name(hr_store *s)
+
+/* The same with a third suite, RocksDB with every sorted set kept in memory
+ * from its creation (rocksmem_suite, between the other two). */
+#define STORE_SUITES_MEM(rocks_suite, rocksmem_suite, redis_suite)                                           \
+    STORE_SUITES(rocks_suite, redis_suite);                                                                  \
+    TestSuite(rocksmem_suite, .init = fx_rocksmem_init, .fini = fx_rocks_fini, .timeout = 60)
+
+#define STORE_TEST_IN_MEM(rocks_suite, rocksmem_suite, redis_suite, name)                                    \
+    static void check_##name(hr_store *s);                                                                   \
+    Test(rocksmem_suite, name) {                                                                             \
+        check_##name(require_store());                                                                       \
+    }                                                                                                        \
+    STORE_TEST_IN(rocks_suite, redis_suite, name)
 
 /* This test's key `name` (binary-safe: n bytes). */
 static inline hr_slice Kn(const char *name, size_t n) {

@@ -1,7 +1,7 @@
 /* test_redis_cluster.c — the Redis Cluster client under the redis backend
  * (src/store/redis/cluster.c): slot hashing, routing, redirections,
  * timeouts and outages. What every store primitive answers is the
- * conformance suite's job (test_store.c, suite `redis`); this file tests the
+ * conformance suite's job (test_store*.c, suites `redis*`); this file tests the
  * plumbing that suite takes for granted.
  *
  * Suites:
