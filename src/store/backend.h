@@ -79,6 +79,10 @@ int hr_tlbulk_write_batches(hr_tlbulk *w, size_t from, size_t to, hr_err *err);
 
 struct hr_store {
     const hr_store_backend *backend;
+    /* Set by open: it found a store that was there before (RocksDB: a
+     * database in the directory). Redis Cluster cannot tell, and says
+     * false: there a store without a format record is taken as new. */
+    bool existed;
     /* Write stamps (store.h): NULL while off; set once (other threads may
      * be running batches then: they count from the next one on). */
     _Atomic(_Atomic uint64_t *) write_counts;

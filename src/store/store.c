@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -15,13 +16,62 @@ static const hr_store_backend *const backends[] = {&hr_rocks_backend, &hr_redis_
 static _Atomic uint64_t op_totals[HR_OP_COUNT_];
 static _Atomic uint64_t batches_total, batch_errors_total;
 
+/* The record of a store's format: a value under a key no caller makes
+ * (callers' keys are namespaced, store.h), "herald store format N". */
+#define FORMAT_KEY "herald:store-format"
+#define FORMAT_TEXT "herald store format "
+
+/* Make s's format record if s is new; refuse s unless it records ours. */
+static int check_format(hr_store *s, const char *uri, hr_err *err) {
+    char want[64];
+    int n = snprintf(want, sizeof want, FORMAT_TEXT "%d", HR_STORE_FORMAT);
+    hr_slice key = hr_slice_str(FORMAT_KEY), text = hr_slice_of(want, (size_t)n);
+    hr_batch *b = hr_batch_new();
+    size_t op = hr_get(b, key);
+    int rc = hr_store_exec(s, b, 0, err);
+    if (rc == HR_OK && hr_batch_result(b, op)->rc == HR_ENOTFOUND) {
+        if (s->existed) {
+            hr_batch_free(b);
+            return hr_err_set(err, HR_ECONFLICT,
+                              "store %s was made by a herald from before store formats; this herald reads "
+                              "format %d only: move it away and build the store again from your data",
+                              uri, HR_STORE_FORMAT);
+        }
+        /* New: record the format. Another server opening the same new
+         * store may race us: the read after the write says who won. */
+        hr_batch_reset(b);
+        hr_put_if_missing(b, key, text, 0);
+        op = hr_get(b, key);
+        rc = hr_store_exec(s, b, 0, err);
+    }
+    const hr_result *r = hr_batch_result(b, op);
+    if (rc == HR_OK && (r->rc != HR_OK || !hr_slice_eq(r->value, text)))
+        rc = hr_err_set(err, HR_ECONFLICT,
+                        "store %s holds '%.*s' where its format should be; this herald reads format %d only: "
+                        "move it away and build the store again from your data",
+                        uri, r->rc == HR_OK ? (int)(r->value.len < 64 ? r->value.len : 64) : 0,
+                        r->rc == HR_OK ? r->value.ptr : "", HR_STORE_FORMAT);
+    hr_batch_free(b);
+    return rc;
+}
+
 int hr_store_open(const char *uri, const hr_store_options *opts, hr_store **out, hr_err *err) {
     *out = NULL;
     hr_store_options defaults = {0};
     if (opts == NULL) opts = &defaults;
     for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
         const char *prefix = backends[i]->uri_prefix;
-        if (strncmp(uri, prefix, strlen(prefix)) == 0) return backends[i]->open(uri, opts, out, err);
+        if (strncmp(uri, prefix, strlen(prefix)) != 0) continue;
+        hr_store *s;
+        int rc = backends[i]->open(uri, opts, &s, err);
+        if (rc != HR_OK) return rc;
+        rc = check_format(s, uri, err);
+        if (rc != HR_OK) {
+            hr_store_close(s);
+            return rc;
+        }
+        *out = s;
+        return HR_OK;
     }
     return hr_err_set(err, HR_EINVAL,
                       "unknown store '%s': expected rocksdb:PATH or redis://HOST:PORT[,HOST:PORT...]",

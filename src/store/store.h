@@ -131,7 +131,14 @@ typedef struct hr_store_options {
  *                                   CLUSTER SLOTS
  * opts may be NULL (defaults). On success *out is the store, which the caller
  * owns and releases with hr_store_close. On failure returns HR_EINVAL (bad
- * URI), HR_EIO or HR_EUNAVAIL with err filled, and *out is NULL. */
+ * URI), HR_EIO or HR_EUNAVAIL with err filled, and *out is NULL.
+ *
+ * A store records the format of its keys and values, HR_STORE_FORMAT, when
+ * it is made. A store of another format, or one made before formats were
+ * recorded, is refused with HR_ECONFLICT and a message that says so: herald
+ * reads one format and keeps no code for older ones, so such a store is
+ * built again from the data it came from. */
+#define HR_STORE_FORMAT 1
 int hr_store_open(const char *uri, const hr_store_options *opts, hr_store **out, hr_err *err);
 
 /* Flush and close. NULL is a no-op. No hr_store_exec may be running. */

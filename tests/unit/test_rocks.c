@@ -54,7 +54,7 @@ Test(rocks_internals, compaction_reclaims_dead_subkeys) {
     compact_all();
     cr_assert_eq(count_keys(CF_SUB, 0), ZINLINE_MAX_ENTRIES + 35, "only the live set's members remain");
     cr_assert_eq(count_keys(CF_ZINDEX, 0), ZINLINE_MAX_ENTRIES + 35);
-    cr_assert_eq(count_keys(CF_META, 0), 3, "alive, overwritten, d");
+    cr_assert_eq(count_keys(CF_META, 0), 4, "alive, overwritten, d and the format record");
     cr_assert_eq(count_keys(CF_SKETCH, SKETCH_BUCKET), 1);
 
     /* and what lives reads the same */

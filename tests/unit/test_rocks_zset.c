@@ -64,7 +64,6 @@ Test(rocks_internals, ranking_moves_into_memory) {
     churn("rank", 700);
     rmeta m = meta_of("rank");
     cr_assert(m.zflags & ZF_MEM, "1200 changes of 1100 members: in memory");
-    cr_assert(m.zflags & ZF_MEMCF, "with its member records in memsetmembers");
     cr_assert_eq(m.size, 1100);
     cr_assert_eq(count_keys(CF_ZMEMM, 0), 1100, "one record a member, copied");
     char top[128];
@@ -127,13 +126,13 @@ Test(rocks_internals, a_set_in_memory_keeps_every_committed_score_through_a_cras
         zadd_n("rank", 1100);
         churn("rank", 1200); /* into memory */
         churn("rank", 20 * 1200);
-        _exit(meta_of("rank").zflags == (ZF_MEM | ZF_MEMCF) ? 0 : 1);
+        _exit(meta_of("rank").zflags == ZF_MEM ? 0 : 1);
     }
     int status;
     cr_assert_eq(waitpid(child, &status, 0), child);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child wrote a set in memory");
     open_store();
-    cr_assert_eq(meta_of("rank").zflags, ZF_MEM | ZF_MEMCF);
+    cr_assert_eq(meta_of("rank").zflags, ZF_MEM);
     char top[128];
     top5("rank", top, sizeof top);
     cr_assert_str_eq(top, "m19 m18 m17 m16 m15");
@@ -145,61 +144,6 @@ Test(rocks_internals, a_set_in_memory_keeps_every_committed_score_through_a_cras
     cr_assert_eq(hr_batch_result(b, 1)->score, 1099);
     hr_batch_free(b);
     cr_assert_eq(one_num(build_zcard, "rank"), 1100);
-}
-
-Test(rocks_internals, a_set_moved_into_memory_by_an_older_version_moves_its_records_at_its_first_write) {
-    /* What an older version left: ZF_MEM without ZF_MEMCF, the member records
-     * in subkeys. Made here by marking an on-disk set so, then reopening. */
-    zadd_n("old", 1100);
-    rmeta m = meta_of("old");
-    cr_assert_eq(m.zflags & (ZF_MEM | ZF_INLINE), 0);
-    m.zflags |= ZF_MEM;
-    hr_buf raw = HR_BUF_INIT;
-    meta_encode(&m, &raw);
-    rocks_store *r = (rocks_store *)S;
-    char *errptr = NULL;
-    rocksdb_put_cf(r->db, r->wopts, r->cf[CF_META], "old", 3, raw.data, raw.len, &errptr);
-    cr_assert_null(errptr);
-    hr_buf_free(&raw);
-    hr_store_close(S);
-    S = NULL;
-    open_store();
-
-    /* read from subkeys */
-    char top[128];
-    top5("old", top, sizeof top);
-    cr_assert_str_eq(top, "m1099 m1098 m1097 m1096 m1095");
-    cr_assert_eq(count_keys(CF_ZMEMM, 0), 0, "a read moves nothing");
-
-    /* the first write moves them, at their latest scores */
-    hr_batch *b = hr_batch_new();
-    hr_zincr(b, hr_slice_str("old"), 2000, hr_slice_str("m3"));
-    hr_zrem(b, hr_slice_str("old"), hr_slice_str("m1099"));
-    exec(b);
-    hr_batch_free(b);
-    cr_assert_eq(meta_of("old").zflags, ZF_MEM | ZF_MEMCF);
-    cr_assert_eq(meta_of("old").size, 1099);
-    cr_assert_eq(count_keys(CF_ZMEMM, 0), 1099);
-    compact_all();
-    cr_assert_eq(count_keys(CF_SUB, 0), 0, "the originals go");
-
-    /* and a reopen builds it from them */
-    churn("old", 20); /* m0..m19 up by 1 */
-    hr_store_close(S);
-    S = NULL;
-    open_store();
-    top5("old", top, sizeof top);
-    cr_assert_str_eq(top, "m3 m1098 m1097 m1096 m1095");
-    b = hr_batch_new();
-    hr_zscore(b, hr_slice_str("old"), hr_slice_str("m3"));
-    hr_zscore(b, hr_slice_str("old"), hr_slice_str("m19"));
-    hr_zscore(b, hr_slice_str("old"), hr_slice_str("m1099"));
-    exec(b);
-    cr_assert_eq(hr_batch_result(b, 0)->score, 3 + 2000 + 1);
-    cr_assert_eq(hr_batch_result(b, 1)->score, 19 + 1);
-    cr_assert_eq(hr_batch_result(b, 2)->rc, HR_ENOTFOUND);
-    hr_batch_free(b);
-    cr_assert_eq(one_num(build_zcard, "old"), 1099);
 }
 
 Test(rocks_internals, a_set_of_times_keeps_its_order_with_the_time_lists) {

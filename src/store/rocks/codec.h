@@ -34,8 +34,9 @@ typedef struct rmeta {
     uint8_t bits;      /* T_PSET: the set has 2^bits chunks (0..PSET_MAX_BITS) */
 } rmeta;
 
-/* T_ZSET flags. ZF_MEM: the set's order lives in memory (rocks_zmem.c), not
- * in "zindex". ZF_INLINE: a small set's entries live in its metadata record
+/* T_ZSET flags (bit 8 is unused). ZF_MEM: the set's order lives in memory
+ * (rocks/zset_memory.c), not in "zindex", and its member records in
+ * "memsetmembers" instead of "subkeys". ZF_INLINE: a small set's entries live in its metadata record
  * itself (rocks_zinline.c), with no sub-keys at all. */
 #define ZF_MEM 1
 #define ZF_INLINE 2
@@ -43,11 +44,6 @@ typedef struct rmeta {
  * line, its order is kept in "timelists" instead of "zindex", and its
  * member records in "timesetmembers" instead of "subkeys" (rocks_ztl.c). */
 #define ZF_TL 4
-/* ZF_MEMCF: with ZF_MEM, the set's member records live in "memsetmembers"
- * instead of "subkeys" (rocks_zmem.c). Every set that moves into memory
- * gets it; a set moved by a version before it keeps its records in
- * "subkeys", read and written there. */
-#define ZF_MEMCF 8
 
 /* A packed set has at most 2^PSET_MAX_BITS chunks (rocks_pset.c). */
 #define PSET_MAX_BITS 16

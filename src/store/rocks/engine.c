@@ -94,7 +94,7 @@
  *   key:   | prefix | member bytes |          value: | u64 score (encoded) |
  *
  * "memsetmembers" — the member records of sorted sets kept in memory
- *   (ZF_MEMCF, rocks/zset_memory.c), in the layout of "subkeys" but in a vector
+ *   (ZF_MEM, rocks/zset_memory.c), in the layout of "subkeys" but in a vector
  *   memtable (mem_set_members_cf_options):
  *
  *   key:   | prefix | member bytes |          value: | u64 score (encoded) |
@@ -156,11 +156,14 @@
  * (DESIGN.md: store newest-first orders inverted, so reads go forward).
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "common/alloc.h"
@@ -393,6 +396,11 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
 
     rocks_store *s = hr_xcalloc(1, sizeof *s);
     s->super.backend = &hr_rocks_backend;
+    /* A database is there when RocksDB's CURRENT file is (hr_store_open
+     * then requires its format record). */
+    char current[PATH_MAX];
+    snprintf(current, sizeof current, "%s/CURRENT", path);
+    s->super.existed = access(current, F_OK) == 0;
     for (size_t i = 0; i < ROCKS_STRIPES; i++)
         pthread_mutex_init(&s->stripes[i], NULL);
     pthread_mutex_init(&s->tl_caps_lock, NULL);

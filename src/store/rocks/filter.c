@@ -17,7 +17,7 @@
  *   "zindex"               also the index keys of a sorted set whose order
  *                          moved into memory (rocks/zset_memory.c);
  *   "subkeys"              also the member records of such a set once they
- *                          moved to "memsetmembers" (ZF_MEMCF).
+ *                          moved to "memsetmembers".
  *   "timelists"            entries expired for more than GRACE_MS (their
  *                          value is their expire_at; no metadata to read);
  *                          entries of a capped list (hr_store_tlcap) past
@@ -166,7 +166,7 @@ static unsigned char sub_filter_run(void *state, int level, const char *key, siz
     if (m->version != version) return 1;
     if (f->fac->cf == CF_ZINDEX && m->type == T_ZSET && (m->zflags & ZF_MEM))
         return 1; /* a set whose order moved into memory (rocks/zset_memory.c) */
-    if (f->fac->cf == CF_SUB && m->type == T_ZSET && (m->zflags & ZF_MEMCF))
+    if (f->fac->cf == CF_SUB && m->type == T_ZSET && (m->zflags & ZF_MEM))
         return 1; /* its member records moved to "memsetmembers" with it */
     if (f->fac->cf == CF_SKETCH && m->type == T_DISTINCT && m->mode == D_SKETCH && rest.len == 9 &&
         rest.ptr[0] == SKETCH_BUCKET && m->width > 0) {

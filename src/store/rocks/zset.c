@@ -159,8 +159,8 @@ bool zs_collect(void *ctx, uint64_t enc, hr_slice member) {
 
 /* Sorted sets kept in memory (rocks/zset_memory.c) ------------------------------------
  *
- * Their member records are written as any set's, in the column family
- * zm_member_cf names (the batch's view sees its own writes), but never the
+ * Their member records are written as any set's, in
+ * "memsetmembers" (the batch's view sees its own writes), but never the
  * "zindex" column family: the order is the in-memory one, plus the changes
  * this batch staged (zmem_stage), which zmem_commit applies after the
  * commit. */
@@ -170,7 +170,7 @@ static int zm_member(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool 
     hr_buf k = HR_BUF_INIT;
     zs_member_key(&k, key, m->version, member);
     hr_slice v;
-    bool known = rx_known(x, zm_member_cf(m), hr_buf_slice(&k), &v, found);
+    bool known = rx_known(x, CF_ZMEMM, hr_buf_slice(&k), &v, found);
     hr_buf_free(&k);
     if (known) {
         if (*found && v.len != 8) return hr_err_set(x->err, HR_EIO, "rocksdb: corrupt member record");
@@ -192,9 +192,9 @@ static int zm_change(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool 
     if (rc) return rc;
     if (e == NULL) return hr_err_set(x->err, HR_EINTERNAL, "rocksdb: a set being written is gone");
     if (removed)
-        zs_member_del(x, zm_member_cf(m), key, m->version, member);
+        zs_member_del(x, CF_ZMEMM, key, m->version, member);
     else
-        zs_member_put(x, zm_member_cf(m), key, m->version, member, enc);
+        zs_member_put(x, CF_ZMEMM, key, m->version, member, enc);
     zmem_stage(x, e, member, removed, enc);
     return 0;
 }
@@ -211,7 +211,7 @@ typedef struct zmwalk {
     rx *x;
     hr_slice key;
     uint64_t version;
-    int cf; /* of the member records (zm_member_cf) */
+    int cf; /* of the member records */
     bool reverse;
     uint64_t emin, emax;
     const hr_slice *after;
@@ -280,7 +280,7 @@ static int zm_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min
     zmwalk w = {.x = x,
                 .key = key,
                 .version = m->version,
-                .cf = zm_member_cf(m),
+                .cf = CF_ZMEMM,
                 .reverse = reverse,
                 .emin = score_encode(min),
                 .emax = score_encode(max),
@@ -433,7 +433,7 @@ static int zset_write_score(rx *x, hr_op *op, bool increment) {
         m.type = T_ZSET;
         m.version = rx_new_version(x);
         /* rocks/zset_inline.c: small sets start inline; rocks/zset_times.c: sets of times */
-        m.zflags = zmem_all(x) ? ZF_MEM | ZF_MEMCF : op->time_set ? ZF_INLINE | ZF_TL : ZF_INLINE;
+        m.zflags = zmem_all(x) ? ZF_MEM : op->time_set ? ZF_INLINE | ZF_TL : ZF_INLINE;
     }
     if (m.size > 0 && (rc = zget(x, op->key, &m, op->member, &found, &old))) return rc;
     double score = op->score;

@@ -83,10 +83,6 @@ int zs_member_in(rx *x, int cf, hr_slice key, uint64_t version, hr_slice member,
 static inline int zs_member_cf(const rmeta *m) {
     return m->zflags & ZF_TL ? CF_ZTLM : CF_SUB;
 }
-/* The column family of the member records of a set kept in memory (ZF_MEM). */
-static inline int zm_member_cf(const rmeta *m) {
-    return m->zflags & ZF_MEMCF ? CF_ZMEMM : CF_SUB;
-}
 /* zs_write or ztl_write, as m's layout says: a member of a set on disk
  * (not inline, not in memory). */
 void zs_write_as(rx *x, hr_slice key, const rmeta *m, hr_slice member, bool had_old, uint64_t old_enc,

@@ -21,12 +21,10 @@
  *
  * WHERE ITS MEMBER RECORDS GO. Moving into memory copies them from
  * "subkeys" to "memsetmembers" in the write that marks the metadata
- * (ZF_MEMCF; mark_in_memory), and the sub-key compaction filter drops the
+ * (mark_in_memory), and the sub-key compaction filter drops the
  * originals. That column family's memtable is a vector (rocks/engine.c): only
  * builds read it, so a ranking's write per vote is an append instead of a
- * skiplist insert, which was a large share of a rating upsert's CPU. A set
- * moved by an older version, without ZF_MEMCF, keeps its records in
- * "subkeys" (zm_member_cf).
+ * skiplist insert, which was a large share of a rating upsert's CPU.
  *
  * WHICH SETS. A set moves into memory (once; never back) when, since the
  * store opened, its members have changed score at least as many times as it
@@ -382,7 +380,7 @@ struct zent {
     char *key;
     size_t klen;
     uint64_t version;
-    int cf;                /* of its member records (zm_member_cf), which build reads */
+    int cf;                /* of its member records, which build reads */
     int state;             /* Z_*, under the registry's mutex */
     _Atomic int refs;      /* the registry's (while linked) + each holder's */
     pthread_rwlock_t lock; /* over z */
@@ -613,7 +611,7 @@ int zmem_acquire(rx *x, hr_slice key, const rmeta *m, bool fresh, zent **out) {
         if (e) unlink_ent(r, link); /* a version of the key that no longer exists */
         break;
     }
-    zent *e = link_new(r, key, m->version, zm_member_cf(m), fresh ? Z_READY : Z_BUILDING);
+    zent *e = link_new(r, key, m->version, CF_ZMEMM, fresh ? Z_READY : Z_BUILDING);
     pthread_mutex_unlock(&r->mu);
     hold(x, e, fresh);
     if (fresh) {
@@ -746,7 +744,7 @@ static uint64_t count_moves(zreg *r, hr_slice key, uint64_t moves) {
     return r->moves[j].moves;
 }
 
-/* Mark e's set (metadata m) in memory: m with ZF_MEM | ZF_MEMCF, and a copy
+/* Mark e's set (metadata m) in memory: m with ZF_MEM, and a copy
  * of its member records in "memsetmembers", in one write. Those in
  * "subkeys" are garbage then; the sub-key compaction filter drops them. */
 static int mark_in_memory(rx *x, zent *e, rmeta *m) {
@@ -762,7 +760,7 @@ static int mark_in_memory(rx *x, zent *e, rmeta *m) {
             hr_store_u64be(v, node->enc);
             rocksdb_writebatch_put_cf(wb, x->s->cf[CF_ZMEMM], k.data, k.len, (const char *)v, sizeof v);
         }
-    m->zflags |= ZF_MEM | ZF_MEMCF;
+    m->zflags |= ZF_MEM;
     meta_encode(m, &meta);
     rocksdb_writebatch_put_cf(wb, x->s->cf[CF_META], key.ptr, key.len, meta.data, meta.len);
     char *errptr = NULL;
@@ -813,29 +811,6 @@ static void promote(rx *x, const zmoves *v, uint64_t moves) {
     unref(e);
 }
 
-/* A set moved into memory by a version before ZF_MEMCF, which this batch
- * wrote (it holds the key's stripe lock and has just committed): its member
- * records move to "memsetmembers" now, from its order in memory, which step
- * 1 of zmem_commit brought up to date. Once per set, then its writes are
- * appends (see the top of this file). A failure leaves it as it was. */
-static void move_records(rx *x, zent *e) {
-    hr_slice key = hr_slice_of(e->key, e->klen), raw;
-    bool found;
-    rmeta m;
-    if (rx_get(x, CF_META, key, &raw, &found) != 0 || !found || meta_decode(raw, &m) != 0 ||
-        m.type != T_ZSET || !(m.zflags & ZF_MEM) || (m.zflags & ZF_MEMCF) || m.version != e->version) {
-        hr_err_clear(x->err);
-        return;
-    }
-    pthread_rwlock_rdlock(&e->lock);
-    int rc = mark_in_memory(x, e, &m);
-    pthread_rwlock_unlock(&e->lock);
-    if (rc != 0) return;
-    e->cf = CF_ZMEMM;
-    hr_info("rocksdb: the member records of sorted set '%.*s' (%zu members) moved to memsetmembers",
-            (int)(key.len < 80 ? key.len : 80), key.ptr, e->z.n);
-}
-
 void zmem_commit(rx *x) {
     zreg *r = x->s->zreg;
     /* 1. The staged changes, in order, one lock per run of one entry. */
@@ -878,10 +853,7 @@ void zmem_commit(rx *x) {
         if (*link && (*link)->version == version && (*link)->state != Z_BUILDING) unlink_ent(r, link);
         pthread_mutex_unlock(&r->mu);
     }
-    /* 3. Sets in memory whose records an older version kept in "subkeys". */
-    for (size_t i = 0; i < x->nzst; i++)
-        if (x->zst[i].e->cf == CF_SUB) move_records(x, x->zst[i].e); /* checks the set is still there */
-    /* 4. Sets that qualified. */
+    /* 3. Sets that qualified. */
     for (size_t i = 0; i < x->nzmoves; i++) {
         const zmoves *v = &x->zmoves[i];
         pthread_mutex_lock(&r->mu);
