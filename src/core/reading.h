@@ -64,8 +64,7 @@
  * and the rest read their list whole in round trip 2, one seek instead of
  * two), 2
  * otherwise (the rest of the lists chosen, the URL-set tests and the
- * friends' tests), 3 when a URL set turned out incomplete (a store written
- * before URL sets: core/reading_record.c);
+ * friends' tests);
  * friends-popular 3; opt-out 2 + one write per 1,000 reads. */
 #ifndef HR_READING_H
 #define HR_READING_H

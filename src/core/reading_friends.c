@@ -18,10 +18,9 @@ typedef struct qurl {
     uint64_t h;
     hr_slice canonical;
     size_t list_op; /* round trip 1: the list's first readers, and its size in num */
-    size_t op;      /* round trip 2 or 3: the rest of the list, the first probe, or the URL-set test */
+    size_t op;      /* round trip 2: the rest of the list, the first probe, or the URL-set test */
     int64_t size, listed;
     hr_rplan_side side;
-    bool retried;     /* its URL set was not complete: planned again, answered in round trip 3 */
     bool split;       /* its URL-set test went to round trip 2's second batch */
     size_t test_slot; /* its position among the URLs tested on the friends' side */
     uint32_t *hits;   /* friend positions that read it */
@@ -141,7 +140,7 @@ static void side_ops(hr_reading *r, qurl *q, const hr_result *list1, const hr_zr
     hr_buf_clear(k);
     q->op = hr_batch_len(b);
     if (q->side == HR_RPLAN_URL_SET) {
-        hr_pset_test(b, hr_rk_url(k, r->ns, q->h, "/s"), fh, n_friends + 1);
+        hr_pset_test(b, hr_rk_url(k, r->ns, q->h, "/s"), fh, n_friends);
     } else if (q->side == HR_RPLAN_PROBE) {
         hr_slice key = hr_rk_url(k, r->ns, q->h, "/r");
         for (size_t f = 0; f < n_friends; f++)
@@ -162,13 +161,11 @@ static void side_ops(hr_reading *r, qurl *q, const hr_result *list1, const hr_zr
 }
 
 /* Take q's hits from b, where side_ops put its ops; a list read also counts
- * q's readers into q->size. False, and nothing taken, if q's URL set was not
- * complete (its last member, HR_RK_SET_COMPLETE, is not in it). */
-static bool side_answer(qurl *q, const hr_batch *b, size_t n_friends, const hr_rplan_friends *fi, double live,
+ * q's readers into q->size. */
+static void side_answer(qurl *q, const hr_batch *b, size_t n_friends, const hr_rplan_friends *fi, double live,
                         hr_arena *a) {
     if (q->side == HR_RPLAN_URL_SET) {
         hr_slice in = hr_batch_result(b, q->op)->value;
-        if (in.len != n_friends + 1 || !in.ptr[n_friends]) return false;
         size_t found = 0;
         for (size_t f = 0; f < n_friends; f++)
             found += in.ptr[f] != 0;
@@ -194,18 +191,17 @@ static bool side_answer(qurl *q, const hr_batch *b, size_t n_friends, const hr_r
         int64_t readers = q->listed + (int64_t)intersect(q, rest, fi, a);
         if (!rest->more || q->size < readers) q->size = readers;
     }
-    return true;
 }
 
 /* One packed-set test per friend, of every URL of q[0..nq) on the FRIENDS
- * side whose retried flag is retried, added to b; returns the first op
- * (test f is op first + f), or SIZE_MAX if no URL is on that side. */
-static size_t friends_tests_ops(hr_reading *r, qurl *q, size_t nq, bool retried, const hr_slice *friends,
+ * side, added to b; returns the first op (test f is op first + f), or
+ * SIZE_MAX if no URL is on that side. */
+static size_t friends_tests_ops(hr_reading *r, qurl *q, size_t nq, const hr_slice *friends,
                                 size_t n_friends, hr_batch *b, hr_buf *k, hr_arena *a) {
     uint64_t *tested = hr_arena_alloc(a, nq * sizeof *tested);
     size_t n_tested = 0;
     for (size_t j = 0; j < nq; j++)
-        if (q[j].side == HR_RPLAN_FRIENDS && q[j].retried == retried) {
+        if (q[j].side == HR_RPLAN_FRIENDS) {
             q[j].test_slot = n_tested;
             tested[n_tested++] = q[j].h;
         }
@@ -219,12 +215,12 @@ static size_t friends_tests_ops(hr_reading *r, qurl *q, size_t nq, bool retried,
 }
 
 /* The hits of friends_tests_ops' tests (first: what it returned). */
-static void friends_tests_answer(qurl *q, size_t nq, bool retried, const hr_batch *b, size_t first,
+static void friends_tests_answer(qurl *q, size_t nq, const hr_batch *b, size_t first,
                                  size_t n_friends, hr_arena *a) {
     for (size_t f = 0; first != SIZE_MAX && f < n_friends; f++) {
         const hr_result *t = hr_batch_result(b, first + f);
         for (size_t j = 0; j < nq; j++)
-            if (q[j].side == HR_RPLAN_FRIENDS && q[j].retried == retried && t->value.len > q[j].test_slot &&
+            if (q[j].side == HR_RPLAN_FRIENDS && t->value.len > q[j].test_slot &&
                 t->value.ptr[q[j].test_slot])
                 add_hit(&q[j], (uint32_t)f, a);
     }
@@ -326,7 +322,7 @@ static int friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friends, s
      * each friend in it, or a test of the friends against its URL set; and
      * one packed-set test per friend for all the URLs sent to the friends'
      * side. */
-    uint64_t *fh = NULL; /* the friends' hashes as URL-set members, and HR_RK_SET_COMPLETE */
+    uint64_t *fh = NULL; /* the friends' hashes as URL-set members */
     size_t n_sets = 0;
     for (size_t j = 0; j < nq; j++)
         n_sets += side[j] == HR_RPLAN_URL_SET;
@@ -343,17 +339,16 @@ static int friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friends, s
     for (size_t j = 0, nth_set = 0; j < nq; j++) {
         q[j].side = side[j];
         if (side[j] == HR_RPLAN_URL_SET && fh == NULL) {
-            fh = hr_arena_alloc(a, (n_friends + 1) * sizeof *fh);
+            fh = hr_arena_alloc(a, n_friends * sizeof *fh);
             for (size_t f = 0; f < n_friends; f++)
                 fh[f] = hr_rk_reader(friends[f]);
-            fh[n_friends] = HR_RK_SET_COMPLETE;
         }
         q[j].split = b2s && side[j] == HR_RPLAN_URL_SET && nth_set++ % 5 % 2 == 1; /* the 2nd and 4th of 5 */
         if (side[j] != HR_RPLAN_FRIENDS && side[j] != HR_RPLAN_DONE)
             side_ops(r, &q[j], hr_batch_result(b, q[j].list_op), &first, friends, fh, n_friends,
                      q[j].split ? b2s : b2, &k);
     }
-    size_t tests = friends_tests_ops(r, q, nq, false, friends, n_friends, b2, &k, a);
+    size_t tests = friends_tests_ops(r, q, nq, friends, n_friends, b2, &k, a);
     bool split = b2s != NULL, late;
     rc = hr_reading_exec_round_trip_2(r, b2, &b2s, &late, err);
     st.round_trips += hr_batch_len(b2) > 0 || split;
@@ -367,42 +362,11 @@ static int friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friends, s
         st.split_late++;
     }
     if (rc != HR_OK) goto done;
-    friends_tests_answer(q, nq, false, b2, tests, n_friends, a);
-
-    /* Round trip 3, when URL sets were not complete (a store written before
-     * them): those URLs planned again without URL sets. */
+    friends_tests_answer(q, nq, b2, tests, n_friends, a);
     double live = live_min(r, now_ms);
-    int64_t *again = hr_arena_calloc(a, nq * sizeof *again);
-    bool retry = false;
-    for (size_t j = 0; j < nq; j++) {
-        if (q[j].side == HR_RPLAN_FRIENDS || q[j].side == HR_RPLAN_DONE) continue;
-        if (side_answer(&q[j], q[j].split ? b2s : b2, n_friends, &fi, live, a)) continue;
-        again[j] = left[j];
-        retry = true;
-    }
-    if (retry) {
-        hr_rplan_costs no_sets = r->costs;
-        no_sets.set_test = HUGE_VAL;
-        hr_rplan_sides(size, again, nq, n_friends, &no_sets, side);
-        hr_batch *b3 = hr_batch_new();
-        for (size_t j = 0; j < nq; j++) {
-            if (again[j] == 0) continue;
-            q[j].side = side[j];
-            q[j].retried = true;
-            q[j].split = false;
-            if (side[j] != HR_RPLAN_FRIENDS)
-                side_ops(r, &q[j], hr_batch_result(b, q[j].list_op), &first, friends, fh, n_friends, b3, &k);
-        }
-        tests = friends_tests_ops(r, q, nq, true, friends, n_friends, b3, &k, a);
-        rc = hr_core_exec(r->store, b3, 0, "friends-reads", err);
-        st.round_trips++;
-        for (size_t j = 0; rc == HR_OK && j < nq; j++)
-            if (q[j].retried && q[j].side != HR_RPLAN_FRIENDS)
-                side_answer(&q[j], b3, n_friends, &fi, live, a);
-        if (rc == HR_OK) friends_tests_answer(q, nq, true, b3, tests, n_friends, a);
-        hr_batch_free(b3);
-        if (rc != HR_OK) goto done;
-    }
+    for (size_t j = 0; j < nq; j++)
+        if (q[j].side != HR_RPLAN_FRIENDS && q[j].side != HR_RPLAN_DONE)
+            side_answer(&q[j], q[j].split ? b2s : b2, n_friends, &fi, live, a);
     for (size_t j = 0; j < nq; j++) {
         /* readers: side_answer counted a list read; a list read whole in
          * round trip 1 counts its live entries; else the list's size */

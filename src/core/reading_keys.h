@@ -22,9 +22,7 @@
  *   {NSrl/HEX}/s        pset   the same readers as hashes of their ids
  *                              (hr_rk_reader), each expiring reading_ttl
  *                              after its read, for friends-reads' URL_SET
- *                              side; plus HR_RK_SET_COMPLETE, never
- *                              expiring, when the set holds every reader
- *                              of the list (core/reading_record.c)
+ *                              side (core/reading_record.c)
  *   {NSrl/HEX}/u        value  the URL's canonical form (for lists)
  *   {NSrl/HEX}/c/G/B    counter  distinct readers of the URL in time bucket
  *                              B (bucket number, decimal) of granularity G
@@ -46,15 +44,12 @@
 #include "common/buf.h"
 #include "common/slice.h"
 
-/* A reader's id as a member of a URL set: a 64-bit hash, odd, so that it is
- * never HR_RK_SET_COMPLETE. Two ids share a hash with probability ~2^-63:
- * a friend would then be taken for a reader of the URL. */
+/* A reader's id as a member of a URL set: a 64-bit hash (odd). Two ids
+ * share a hash with probability ~2^-63: a friend would then be taken for a
+ * reader of the URL. */
 static inline uint64_t hr_rk_reader(hr_slice uid) {
     return XXH3_64bits(uid.ptr, uid.len) | 1;
 }
-
-/* The member that says a URL set is complete (see core/reading_record.c). */
-#define HR_RK_SET_COMPLETE UINT64_C(0)
 
 /* Keys are built by appending, not with printf: a friends-reads request
  * builds one per friend, up to 5,000. */

@@ -33,11 +33,6 @@
  * then hr_rplan_sides sends the k URLs that cost most that way to the
  * FRIENDS side, for the k that minimises the total.
  *
- * A URL set may not hold every reader (a store written before URL sets
- * existed: core/reading_record.c says how that is detected); such URLs are then
- * planned again with set_test = HUGE_VAL (no URL sets) and answered in one
- * more round trip.
- *
  * The costs are in microseconds per unit, measured on this project's machine
  * with the RocksDB backend by forcing each side on the same queries
  * (BENCHMARKS.md, "Social reading"): a list entry ~1.2 us, a probe ~6.5 us

@@ -1,8 +1,7 @@
 /* reading_record.c — recording reads (hr_reading_record, hr_reading_record_many):
  * may they be recorded (sharing, sites, expiry), the writes to both ends of
  * each read and to the popular and trending counts, and their undo when the
- * user opted out meanwhile; three round trips whatever the number of reads.
- * Also where a URL set becomes complete (write_ops). */
+ * user opted out meanwhile; three round trips whatever the number of reads. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +61,7 @@ typedef struct pending {
     uint64_t h;
     int64_t t;
     hr_slice canonical; /* in the call's arena */
-    size_t site_op, n_sites, prev_op, card_op;
+    size_t site_op, n_sites, prev_op;
     hr_trend_read rd;
     bool first, last; /* of its URL's reads in this call (sorted by time) */
 } pending;
@@ -125,15 +124,10 @@ static void user_keys_free(user_keys *u) {
  * read goes into the reader's sets and the URL's list and set. Sets out[]
  * for every read; returns whether anything is to be written.
  *
- * A URL SET IS COMPLETE (holds every live reader of the list) when it holds
- * HR_RK_SET_COMPLETE. The member is added by a read that finds the list
- * empty: from then on every read, opt-out and undo changes the list and the
- * set in the same batch, and their entries expire at the same moments
- * (reading_ttl after the read, the keys a ttl after the last read), so they
- * hold the same readers. A store written before URL sets existed has lists
- * whose sets lack the member; friends-reads plans those URLs again without
- * URL sets (lists, probes or the friends' sets), until the list empties and
- * starts again. */
+ * A URL'S SET HOLDS THE SAME READERS AS ITS LIST: every read, opt-out and
+ * undo changes the list and the set in the same batch, and their entries
+ * expire at the same moments (reading_ttl after the read, the keys a ttl
+ * after the last read). */
 static bool write_ops(hr_reading *r, hr_slice uid, const user_keys *u, pending *p, size_t n,
                       const hr_batch *b, hr_batch *w, int64_t now_ms, hr_read_outcome *out) {
     hr_buf k = HR_BUF_INIT;
@@ -149,12 +143,10 @@ static bool write_ops(hr_reading *r, hr_slice uid, const user_keys *u, pending *
         }
     }
     int64_t prev = -1;  /* the previous read of the current URL: stored, or earlier in this call */
-    bool fresh = false; /* the current URL's list was empty */
     for (size_t j = 0; j < n; j++) {
         if (p[j].first) {
             const hr_result *res = hr_batch_result(b, p[j].prev_op);
             prev = res->rc == HR_OK ? (int64_t)res->score : -1;
-            fresh = hr_batch_result(b, p[j].card_op)->num == 0;
             any = false;
         }
         bool selected = false;
@@ -179,7 +171,6 @@ static bool write_ops(hr_reading *r, hr_slice uid, const user_keys *u, pending *
         hr_expire(w, readers, now_ms + r->ttl);
         hr_buf_clear(&k);
         hr_slice set = hr_rk_url(&k, r->ns, p[j].h, "/s");
-        if (fresh) hr_pset_add(w, set, HR_RK_SET_COMPLETE, 0);
         hr_pset_add(w, set, hr_rk_reader(uid), prev + r->ttl);
         hr_expire(w, set, now_ms + r->ttl);
         hr_buf_clear(&k);
@@ -243,7 +234,6 @@ int hr_reading_record_many(hr_reading *r, hr_slice uid, const hr_slice *urls, co
         hr_buf_clear(&k);
         hr_slice list = hr_rk_url(&k, r->ns, p[j].h, "/r");
         p[j].prev_op = p[j].first ? hr_zscore(b, list, uid) : SIZE_MAX;
-        p[j].card_op = p[j].first ? hr_zcard(b, list) : SIZE_MAX;
         p[j].rd = (hr_trend_read){.url_hash = p[j].h, .time_ms = p[j].t};
         hr_trends_read_ops(r->trends, b, &p[j].rd, now_ms);
     }

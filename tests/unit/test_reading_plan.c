@@ -53,7 +53,7 @@ Test(reading_plan, a_popular_url_is_tested_against_its_set) {
     /* 30 friends: a chunk each at most, and probes are cheaper (120 < 20 + 90 + 15) */
     hr_rplan_sides(size, left, 3, 30, &COSTS, side);
     cr_assert_eq(side[1], HR_RPLAN_PROBE);
-    /* planned again without URL sets (an incomplete set): probes */
+    /* planned without URL sets: probes */
     hr_rplan_costs no_sets = COSTS;
     no_sets.set_test = HUGE_VAL;
     hr_rplan_sides(size, left, 3, 450, &no_sets, side);
