@@ -153,23 +153,32 @@ static void rem_one(hr_batch *b, hr_slice key, const hr_activity *a, int64_t exp
     hr_tlrem(b, key, a->time_ms, hr_slice_of(a->id, HR_ACTIVITY_ID_LEN));
 }
 
-/* Run b, then write body (as value, with expiry) at activity id's body key:
- * in b where batches are atomic, in a batch of its own after b is answered
- * where they are not (Redis Cluster). The body is what readers, jobs and
- * retries go by, so whatever b holds must be there before it changes. */
+/* A write that comes last (hr_core_write_last): an activity's body, which
+ * readers, jobs and retries go by, so whatever comes before it must be
+ * there before it changes; or a fan-out job, acknowledged with what it
+ * follows or not at all. */
+typedef struct last_write {
+    hr_feeds *f;
+    hr_slice id, body; /* the body's activity and value, or */
+    int64_t expiry;
+    const hr_feed_job *job; /* the job */
+} last_write;
+
+static void add_last(hr_batch *b, void *ctx) {
+    last_write *w = ctx;
+    if (w->job) {
+        push_job(w->f, b, w->job);
+        return;
+    }
+    hr_buf k = HR_BUF_INIT;
+    hr_put(b, hr_feeds_body_key(w->f, w->id, &k), w->body, w->expiry);
+    hr_buf_free(&k);
+}
+
 static int write_body_last(hr_feeds *f, hr_batch *b, hr_slice id, hr_slice body, int64_t expiry,
                            const char *what, hr_err *err) {
-    hr_buf k = HR_BUF_INIT;
-    bool atomic = hr_store_batches_atomic(f->store);
-    if (atomic) hr_put(b, hr_feeds_body_key(f, id, &k), body, expiry);
-    int rc = hr_batch_len(b) ? hr_core_exec(f->store, b, 0, what, err) : HR_OK;
-    if (rc == HR_OK && !atomic) {
-        hr_batch_reset(b);
-        hr_put(b, hr_feeds_body_key(f, id, &k), body, expiry);
-        rc = hr_core_exec(f->store, b, 0, what, err);
-    }
-    hr_buf_free(&k);
-    return rc;
+    last_write w = {.f = f, .id = id, .body = body, .expiry = expiry};
+    return hr_core_write_last(f->store, b, add_last, &w, what, err);
 }
 
 int hr_feeds_write_new(hr_feeds *f, hr_batch *b, const hr_activity *a, hr_err *err) {
@@ -322,14 +331,8 @@ int hr_feeds_create(hr_feeds *f, const hr_activity *in, int64_t now_ms, hr_arena
     if (act.foreign_id.len)
         hr_put(b, hr_feeds_fid_key(f, act.actor, act.foreign_id, &k), hr_slice_of(act.id, HR_ACTIVITY_ID_LEN),
                0);
-    if (act.foreign_id.len && !hr_store_batches_atomic(f->store)) {
-        rc = hr_core_exec(f->store, b, 0, "create activity", err);
-        hr_batch_reset(b);
-    }
-    if (rc == HR_OK) {
-        push_job(f, b, &job);
-        rc = hr_core_exec(f->store, b, 0, "create activity", err);
-    }
+    last_write then = {.f = f, .job = &job};
+    rc = hr_core_write_last(f->store, b, add_last, &then, "create activity", err);
     if (rc == HR_OK) {
         hr_batch_reset(b);
         hr_slice group = hr_activity_group(&act);

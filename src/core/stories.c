@@ -507,10 +507,28 @@ int hr_stories_settle_hot(hr_stories *s, hr_slice id, int64_t time_ms, int64_t s
 
 /* Run the write batch b of story id (hr_core_exec: every op must succeed;
  * errors name the story). */
+/* "story ID", what a failed batch of the story names. */
+static const char *story_what(char what[32], hr_slice id) {
+    snprintf(what, 32, "story %.*s", (int)id.len, id.ptr);
+    return what;
+}
+
 static int exec_all(hr_stories *s, hr_batch *b, hr_slice id, hr_err *err) {
     char what[32];
-    snprintf(what, sizeof what, "story %.*s", (int)id.len, id.ptr);
-    return hr_core_exec(s->store, b, 0, what, err);
+    return hr_core_exec(s->store, b, 0, story_what(what, id), err);
+}
+
+/* A story's metadata record, the write that makes it exist (create). */
+typedef struct story_record {
+    hr_stories *s;
+    hr_slice id, value;
+} story_record;
+
+static void put_record(hr_batch *b, void *ctx) {
+    story_record *r = ctx;
+    hr_buf k = HR_BUF_INIT;
+    hr_put(b, meta_key(&k, r->s, r->id), r->value, 0);
+    hr_buf_free(&k);
 }
 
 int hr_stories_create(hr_stories *s, hr_slice url, hr_slice content, int64_t time_ms, hr_arena *a,
@@ -570,36 +588,31 @@ int hr_stories_create(hr_stories *s, hr_slice url, hr_slice content, int64_t tim
 
     /* The writes. The metadata record is what makes the story exist (a
      * retry of this create finds it and writes nothing more), so it comes
-     * last: on a store whose batches are not atomic (Redis Cluster) in a
-     * batch of its own, after everything else is answered; a crash before it
-     * leaves pieces that the retry writes again. No vote can reach the story
-     * before its metadata exists (votes read it first), so its hot score is
-     * that of a sum of 0 and is written with the rest. */
+     * last (hr_core_write_last): a crash before it leaves pieces that the
+     * retry writes again. No vote can reach the story before its metadata
+     * exists (votes read it first), so its hot score is that of a sum of 0
+     * and is written with the rest. */
     int64_t sum = 0;
     if (rc == HR_OK && (!*duplicate || repair_lookup)) {
-        bool atomic = hr_store_batches_atomic(s->store);
         hr_batch_reset(b);
         hr_put(b, url_key(&k, s, id), id, 0);
-        size_t vote = 0;
-        if (!*duplicate) {
+        if (*duplicate) {
+            rc = exec_all(s, b, id, err);
+        } else {
             bool compressed;
             content_encode(content, &v, &compressed);
             hr_put(b, content_key(&k, s, id), hr_buf_slice(&v), 0);
             hr_zadd(b, recent_key(&k, s), (double)time_ms, id);
             /* A vote of 0: enters the ranking without resetting a sum. */
-            vote = hr_stories_vote_op(s, b, id, 0);
+            size_t vote = hr_stories_vote_op(s, b, id, 0);
             hr_zadd(b, rank_key(&k, s, HR_RANK_HOT, id), hr_rank_hot(0, time_ms), id);
             meta_encode(&v, time_ms, content.len, compressed, &cs, 1);
-            if (atomic) hr_put(b, meta_key(&k, s, id), hr_buf_slice(&v), 0);
+            story_record rec = {.s = s, .id = id, .value = hr_buf_slice(&v)};
+            char what[32];
+            rc = hr_core_write_last(s->store, b, put_record, &rec, story_what(what, id), err);
+            if (rc == HR_OK) sum = (int64_t)llround(hr_batch_result(b, vote)->score);
+            if (rc == HR_OK) rc = meta_decode(id, hr_buf_slice(&v), a, out, err);
         }
-        rc = exec_all(s, b, id, err);
-        if (rc == HR_OK && !*duplicate) sum = (int64_t)llround(hr_batch_result(b, vote)->score);
-        if (rc == HR_OK && !*duplicate && !atomic) {
-            hr_batch_reset(b);
-            hr_put(b, meta_key(&k, s, id), hr_buf_slice(&v), 0);
-            rc = exec_all(s, b, id, err);
-        }
-        if (rc == HR_OK && !*duplicate) rc = meta_decode(id, hr_buf_slice(&v), a, out, err);
     }
     unlease2(s, &leases);
     unlock2(s, held);
