@@ -24,9 +24,9 @@
     X(listen, STR, "127.0.0.1:8080", "address and port to serve HTTP on")                \
     X(store, STR, "rocksdb:./data", "rocksdb:PATH or redis://HOST:PORT[,HOST:PORT...]")  \
     X(secret_file, STR, "", "file holding the admin key; without it, loopback only")      \
-    X(threads, UINT, "0", "HTTP I/O threads (0: one per core; four on Redis Cluster)")   \
+    X(threads, UINT, "0", "HTTP I/O threads (0: one per core; four per core on Redis Cluster)")   \
     X(sync, BOOL, "false", "fsync the RocksDB WAL before acknowledging a write")          \
-    X(body_max, SIZE, "1m", "largest request body accepted")                              \
+    X(body_max, SIZE, "1m", "largest request body of routes without a limit of their own")  \
     X(timeout, DURATION, "30s", "idle / read timeout of a connection")                    \
     X(max_connections, UINT, "4096", "connections served at once")                        \
     X(store_timeout, DURATION, "2s", "Redis: timeout of one store round trip")            \
