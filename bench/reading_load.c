@@ -542,8 +542,8 @@ static void cpu_ticks(uint64_t *steal, uint64_t *total) {
     FILE *f = fopen("/proc/stat", "r");
     if (f == NULL) return;
     unsigned long long v[8] = {0};
-    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-               &v[7]) == 8) {
+    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+               &v[6], &v[7]) == 8) {
         for (int i = 0; i < 8; i++)
             *total += v[i];
         *steal = v[7];
@@ -641,7 +641,8 @@ static void measure(const query *q, size_t calls, job *jobs) {
     double cpu_ms = (thread_cpu() - cpu0) * 1e3 / (double)calls;
     cpu_ticks(&steal1, &total1);
     if (total1 > total0)
-        printf("%s_STOLEN_PCT=%.1f\n", q->name, 100.0 * (double)(steal1 - steal0) / (double)(total1 - total0));
+        printf("%s_STOLEN_PCT=%.1f\n", q->name,
+               100.0 * (double)(steal1 - steal0) / (double)(total1 - total0));
     if (opt.churn > 0) {
         atomic_store(&churn_stop, true);
         pthread_join(churner, NULL);

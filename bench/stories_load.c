@@ -53,10 +53,10 @@
  *                                         UNSEEN_HOT, UNSEEN_TYPICAL, TOP_RATED)
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -66,6 +66,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "common/arena.h"
 #include "common/err.h"
 #include "common/slice.h"
@@ -73,7 +74,6 @@
 #include "core/ratings.h"
 #include "core/stories.h"
 #include "core/url.h"
-#include "bench_util.h"
 #include "store/store.h"
 
 #define FULL_STORIES 1000000
@@ -105,7 +105,13 @@ static struct {
     int timed;         /* which upserts phase 4 times: TIMED_* */
     double query_secs; /* time limit of one query's latency run */
     const char *only;  /* phase 5: only the query with this key (UNSEEN_TOP, ...) */
-} opt = {.scale = 1.0, .threads = 2, .seed = 42, .zipf_s = 1.0, .calls = 2000, .duration = 10.0, .query_secs = 30.0};
+} opt = {.scale = 1.0,
+         .threads = 2,
+         .seed = 42,
+         .zipf_s = 1.0,
+         .calls = 2000,
+         .duration = 10.0,
+         .query_secs = 30.0};
 
 static size_t n_stories, n_members, n_ratings, n_heavy;
 static char (*ids)[HR_STORY_ID_LEN + 1]; /* story i's id */
@@ -175,7 +181,9 @@ static void rng_seed(rng *r, uint64_t seed) {
         r->s[i] = splitmix(&seed);
 }
 
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static inline uint64_t rotl(uint64_t x, int k) {
+    return (x << k) | (x >> (64 - k));
+}
 
 static uint64_t rng_next(rng *r) {
     uint64_t *s = r->s;
@@ -189,8 +197,12 @@ static uint64_t rng_next(rng *r) {
     return res;
 }
 
-static double rng_unit(rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
-static uint64_t rng_below(rng *r, uint64_t n) { return (uint64_t)(rng_unit(r) * (double)n) % n; }
+static double rng_unit(rng *r) {
+    return (double)(rng_next(r) >> 11) * 0x1.0p-53;
+}
+static uint64_t rng_below(rng *r, uint64_t n) {
+    return (uint64_t)(rng_unit(r) * (double)n) % n;
+}
 
 /* A story index drawn from the Zipf distribution. */
 static size_t zipf_story(rng *r) {
@@ -198,8 +210,10 @@ static size_t zipf_story(rng *r) {
     size_t lo = 0, hi = n_stories - 1;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (cdf[mid] < u) lo = mid + 1;
-        else hi = mid;
+        if (cdf[mid] < u)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return perm[lo];
 }
@@ -219,18 +233,21 @@ static int64_t draw_time(rng *r, size_t story) {
 /* ---- Content ------------------------------------------------------------- */
 
 static const char *const words[] = {
-    "the", "of", "and", "a", "to", "in", "is", "you", "that", "it", "he", "was", "for", "on",
-    "are", "as", "with", "his", "they", "at", "be", "this", "have", "from", "or", "one", "had",
-    "by", "word", "but", "not", "what", "all", "were", "we", "when", "your", "can", "said",
-    "there", "use", "an", "each", "which", "she", "do", "how", "their", "if", "will", "up",
-    "other", "about", "out", "many", "then", "them", "these", "so", "some", "her", "would",
-    "make", "like", "him", "into", "time", "has", "look", "two", "more", "write", "go", "see",
-    "number", "no", "way", "could", "people", "my", "than", "first", "water", "been", "call",
-    "who", "oil", "its", "now", "find", "long", "down", "day", "did", "get", "come", "made",
-    "may", "part", "server", "database", "network", "release", "kernel", "startup", "market",
-    "election", "climate", "research", "science", "football", "review", "launch", "security",
-    "privacy", "browser", "energy", "policy", "report", "council", "company", "museum",
-    "festival", "interview", "analysis", "opinion", "weather", "storage", "latency", "cluster",
+    "the",      "of",       "and",      "a",       "to",     "in",       "is",        "you",      "that",
+    "it",       "he",       "was",      "for",     "on",     "are",      "as",        "with",     "his",
+    "they",     "at",       "be",       "this",    "have",   "from",     "or",        "one",      "had",
+    "by",       "word",     "but",      "not",     "what",   "all",      "were",      "we",       "when",
+    "your",     "can",      "said",     "there",   "use",    "an",       "each",      "which",    "she",
+    "do",       "how",      "their",    "if",      "will",   "up",       "other",     "about",    "out",
+    "many",     "then",     "them",     "these",   "so",     "some",     "her",       "would",    "make",
+    "like",     "him",      "into",     "time",    "has",    "look",     "two",       "more",     "write",
+    "go",       "see",      "number",   "no",      "way",    "could",    "people",    "my",       "than",
+    "first",    "water",    "been",     "call",    "who",    "oil",      "its",       "now",      "find",
+    "long",     "down",     "day",      "did",     "get",    "come",     "made",      "may",      "part",
+    "server",   "database", "network",  "release", "kernel", "startup",  "market",    "election", "climate",
+    "research", "science",  "football", "review",  "launch", "security", "privacy",   "browser",  "energy",
+    "policy",   "report",   "council",  "company", "museum", "festival", "interview", "analysis", "opinion",
+    "weather",  "storage",  "latency",  "cluster",
 };
 #define N_WORDS (sizeof words / sizeof words[0])
 
@@ -252,8 +269,10 @@ static size_t make_content(size_t i, char *out, size_t cap) {
     size_t tail_len = strlen(tail);
     while (n + tail_len + 24 < target) {
         const char *w = words[rng_below(&r, N_WORDS)];
-        if (rng_below(&r, 14) == 0) n += (size_t)snprintf(out + n, cap - n, ".</p><p>%s", w);
-        else n += (size_t)snprintf(out + n, cap - n, " %s", w);
+        if (rng_below(&r, 14) == 0)
+            n += (size_t)snprintf(out + n, cap - n, ".</p><p>%s", w);
+        else
+            n += (size_t)snprintf(out + n, cap - n, " %s", w);
     }
     memcpy(out + n, tail, tail_len);
     n += tail_len;
@@ -294,8 +313,8 @@ static void phase_watch(phase *p, double every, bool (*done)(void)) {
         double avg = (double)n / (t - p->t0);
         double eta = avg > 0 && p->total ? (double)(p->total - n) / avg : 0;
         if (p->total)
-            fprintf(stderr, "stories_load: %s: %zu/%zu (%.1f%%), %.0f/s now, %.0f/s average, ETA %.0f s\n", p->name,
-                    n, p->total, 100.0 * (double)n / (double)p->total, rate, avg, eta);
+            fprintf(stderr, "stories_load: %s: %zu/%zu (%.1f%%), %.0f/s now, %.0f/s average, ETA %.0f s\n",
+                    p->name, n, p->total, 100.0 * (double)n / (double)p->total, rate, avg, eta);
         else
             fprintf(stderr, "stories_load: %s: %zu, %.0f/s now, %.0f/s average\n", p->name, n, rate, avg);
         p->last_t = t;
@@ -327,7 +346,9 @@ typedef struct worker {
 static worker *workers;
 static atomic_int running;
 
-static bool workers_done(void) { return atomic_load(&running) == 0 || atomic_load(&failed) != 0; }
+static bool workers_done(void) {
+    return atomic_load(&running) == 0 || atomic_load(&failed) != 0;
+}
 
 static void *worker_main(void *arg) {
     worker *w = arg;
@@ -366,7 +387,8 @@ static void *create_stories(void *arg) {
         bool dup = false;
         int rc = hr_stories_create(stories, hr_slice_of(url, ul), hr_slice_of(content, cl), story_time[i], &a,
                                    &st, &dup, &err);
-        if (rc == HR_OK && dup) rc = hr_err_set(&err, HR_ECONFLICT, "story %zu (%s) is a duplicate of %s", i, url, st.id);
+        if (rc == HR_OK && dup)
+            rc = hr_err_set(&err, HR_ECONFLICT, "story %zu (%s) is a duplicate of %s", i, url, st.id);
         if (rc != HR_OK) {
             fail("hr_stories_create", rc, &err);
             break;
@@ -406,7 +428,8 @@ static void *put_ratings(void *arg) {
     for (size_t i = w->from; i < w->to && !atomic_load(&failed); i++) {
         snprintf(subject, sizeof subject, "u%" PRIu64, rng_below(&r, n_members));
         size_t s = zipf_story(&r);
-        if (put_one(w, &a, subject, s, draw_score(&r), draw_time(&r, s), i % SAMPLE_EVERY == 0) != HR_OK) break;
+        if (put_one(w, &a, subject, s, draw_score(&r), draw_time(&r, s), i % SAMPLE_EVERY == 0) != HR_OK)
+            break;
         w->done++;
         atomic_fetch_add_explicit(&progress, 1, memory_order_relaxed);
     }
@@ -478,8 +501,8 @@ static stats summarise(uint64_t *v, size_t n) {
 }
 
 static void print_stats(const char *key, const stats *s) {
-    printf("%s_N=%zu\n%s_P50_MS=%.3f\n%s_P90_MS=%.3f\n%s_P99_MS=%.3f\n%s_MAX_MS=%.3f\n%s_MEAN_MS=%.3f\n", key, s->n, key,
-           s->p50, key, s->p90, key, s->p99, key, s->max, key, s->mean);
+    printf("%s_N=%zu\n%s_P50_MS=%.3f\n%s_P90_MS=%.3f\n%s_P99_MS=%.3f\n%s_MAX_MS=%.3f\n%s_MEAN_MS=%.3f\n", key,
+           s->n, key, s->p50, key, s->p90, key, s->p99, key, s->max, key, s->mean);
 }
 
 /* ---- Queries --------------------------------------------------------------- */
@@ -498,10 +521,11 @@ static int run_query(const query *q, hr_arena *a, size_t *n_items, hr_story_page
     hr_list_req req = {.limit = q->limit};
     hr_story_page page;
     int rc;
-    if (q->kind == Q_TOP_RATED) rc = hr_ratings_top_rated(ratings, hr_slice_str(q->subject), &req, a, &page, &err);
+    if (q->kind == Q_TOP_RATED)
+        rc = hr_ratings_top_rated(ratings, hr_slice_str(q->subject), &req, a, &page, &err);
     else
-        rc = hr_ratings_unseen(ratings, hr_slice_str(q->subject), q->kind == Q_UNSEEN_HOT ? HR_RANK_HOT : HR_RANK_TOP,
-                               &req, a, &page, &err);
+        rc = hr_ratings_unseen(ratings, hr_slice_str(q->subject),
+                               q->kind == Q_UNSEEN_HOT ? HR_RANK_HOT : HR_RANK_TOP, &req, a, &page, &err);
     if (rc != HR_OK) {
         fail(q->kind == Q_TOP_RATED ? "hr_ratings_top_rated" : "hr_ratings_unseen", rc, &err);
         return rc;
@@ -633,11 +657,12 @@ static void run_queries(const char *prefix, bool unseen_only) {
         size_t items = 0;
         char key[64];
         snprintf(key, sizeof key, "%s%s", prefix, qs[i].key);
-        fprintf(stderr, "stories_load: %s: up to %d calls (%.0f s) on 1 thread\n", key, calls, opt.query_secs);
+        fprintf(stderr, "stories_load: %s: up to %d calls (%.0f s) on 1 thread\n", key, calls,
+                opt.query_secs);
         stats s = time_query(key, &qs[i].q, calls, calls / 20 + 5, &items);
         double qps = query_throughput(&qs[i].q, calls / 2 > 20 ? calls / 2 : 20);
-        fprintf(stderr, "stories_load: %s: %zu items, p50 %.3f ms, p99 %.3f ms; %d threads %.0f calls/s\n", key,
-                items, s.p50, s.p99, opt.threads, qps);
+        fprintf(stderr, "stories_load: %s: %zu items, p50 %.3f ms, p99 %.3f ms; %d threads %.0f calls/s\n",
+                key, items, s.p50, s.p99, opt.threads, qps);
         print_stats(key, &s);
         printf("%s_ITEMS=%zu\n%s_PER_S=%.0f\n", key, items, key, qps);
     }
@@ -657,7 +682,8 @@ static FILE *open_out(const char *name) {
 }
 
 static void close_out(FILE *f, const char *name) {
-    if (fflush(f) != 0 || ferror(f) || fclose(f) != 0) die("writing %s/%s failed: %s", opt.out, name, strerror(errno));
+    if (fflush(f) != 0 || ferror(f) || fclose(f) != 0)
+        die("writing %s/%s failed: %s", opt.out, name, strerror(errno));
 }
 
 /* Every story with its score as herald has it, in index order. */
@@ -675,11 +701,12 @@ static size_t export_stories(int64_t *score_sum) {
             die("export failed");
         }
         make_content(i, content, 4096);
-        fprintf(f, "%s\t%.*s\t%" PRId64 "\t%" PRId64 "\t%s\n", ids[i], (int)st.url.len, st.url.ptr, st.time_ms,
-                st.score, content);
+        fprintf(f, "%s\t%.*s\t%" PRId64 "\t%" PRId64 "\t%s\n", ids[i], (int)st.url.len, st.url.ptr,
+                st.time_ms, st.score, content);
         *score_sum += st.score;
         hr_arena_reset(&a);
-        if ((i & 0x3ffff) == 0x3ffff) fprintf(stderr, "stories_load: export: %zu/%zu stories\n", i + 1, n_stories);
+        if ((i & 0x3ffff) == 0x3ffff)
+            fprintf(stderr, "stories_load: export: %zu/%zu stories\n", i + 1, n_stories);
     }
     hr_arena_free(&a);
     free(content);
@@ -707,8 +734,8 @@ static size_t export_ratings(int64_t *score_sum, size_t *heavy_n) {
         }
         for (size_t i = 0; i < page.n; i++) {
             const hr_rating *r = &page.items[i];
-            fprintf(f, "%.*s\t%.*s\t%d\t%" PRId64 "\n", (int)r->subject.len, r->subject.ptr, (int)r->object.len,
-                    r->object.ptr, r->score, r->time_ms);
+            fprintf(f, "%.*s\t%.*s\t%d\t%" PRId64 "\n", (int)r->subject.len, r->subject.ptr,
+                    (int)r->object.len, r->object.ptr, r->score, r->time_ms);
             *score_sum += r->score;
             if (hr_slice_eq(r->subject, hr_slice_str(HEAVY))) (*heavy_n)++;
         }
@@ -774,9 +801,11 @@ static void timed_upserts(bool live) {
         done += workers[t].done;
     stats s = workers_latency();
     double cpu_us = done ? cpu * 1e6 / (double)done : 0;
-    fprintf(stderr, "stories_load: %s: %zu in %.1f s, %.0f/s, %.1f us of CPU each, p50 %.3f ms, p99 %.3f ms\n",
+    fprintf(stderr,
+            "stories_load: %s: %zu in %.1f s, %.0f/s, %.1f us of CPU each, p50 %.3f ms, p99 %.3f ms\n",
             p.name, done, secs, (double)done / secs, cpu_us, s.p50, s.p99);
-    printf("%sUPSERT_THREADS=%d\n%sUPSERT_SECS=%.1f\n%sUPSERT_DONE=%zu\n%sUPSERTS_PER_S=%.0f\n%sUPSERT_CPU_US=%.1f\n",
+    printf("%sUPSERT_THREADS=%d\n%sUPSERT_SECS=%.1f\n%sUPSERT_DONE=%zu\n%sUPSERTS_PER_S=%.0f\n%sUPSERT_CPU_"
+           "US=%.1f\n",
            pre, opt.threads, pre, secs, pre, done, pre, (double)done / secs, pre, cpu_us);
     char key[32];
     snprintf(key, sizeof key, "%sUPSERT", pre);
@@ -806,23 +835,37 @@ int main(int argc, char **argv) {
             continue;
         }
         if (v == NULL) usage();
-        if (strcmp(a, "--store") == 0) opt.store = v;
-        else if (strcmp(a, "--scale") == 0) opt.scale = atof(v);
-        else if (strcmp(a, "--threads") == 0) opt.threads = atoi(v);
-        else if (strcmp(a, "--seed") == 0) opt.seed = strtoull(v, NULL, 10);
-        else if (strcmp(a, "--zipf") == 0) opt.zipf_s = atof(v);
-        else if (strcmp(a, "--calls") == 0) opt.calls = atoi(v);
-        else if (strcmp(a, "--duration") == 0) opt.duration = atof(v);
-        else if (strcmp(a, "--out") == 0) opt.out = v;
-        else if (strcmp(a, "--query-secs") == 0) opt.query_secs = atof(v);
-        else if (strcmp(a, "--only") == 0) opt.only = v;
+        if (strcmp(a, "--store") == 0)
+            opt.store = v;
+        else if (strcmp(a, "--scale") == 0)
+            opt.scale = atof(v);
+        else if (strcmp(a, "--threads") == 0)
+            opt.threads = atoi(v);
+        else if (strcmp(a, "--seed") == 0)
+            opt.seed = strtoull(v, NULL, 10);
+        else if (strcmp(a, "--zipf") == 0)
+            opt.zipf_s = atof(v);
+        else if (strcmp(a, "--calls") == 0)
+            opt.calls = atoi(v);
+        else if (strcmp(a, "--duration") == 0)
+            opt.duration = atof(v);
+        else if (strcmp(a, "--out") == 0)
+            opt.out = v;
+        else if (strcmp(a, "--query-secs") == 0)
+            opt.query_secs = atof(v);
+        else if (strcmp(a, "--only") == 0)
+            opt.only = v;
         else if (strcmp(a, "--timed") == 0) {
-            if (strcmp(v, "both") == 0) opt.timed = TIMED_BOTH;
-            else if (strcmp(v, "backdated") == 0) opt.timed = TIMED_BACKDATED;
-            else if (strcmp(v, "live") == 0) opt.timed = TIMED_LIVE;
-            else usage();
-        }
-        else usage();
+            if (strcmp(v, "both") == 0)
+                opt.timed = TIMED_BOTH;
+            else if (strcmp(v, "backdated") == 0)
+                opt.timed = TIMED_BACKDATED;
+            else if (strcmp(v, "live") == 0)
+                opt.timed = TIMED_LIVE;
+            else
+                usage();
+        } else
+            usage();
         i++;
     }
     if (opt.store == NULL || !(opt.scale > 0 && opt.scale <= 10) || opt.threads < 1 || opt.threads > 64 ||
@@ -835,8 +878,8 @@ int main(int argc, char **argv) {
     n_ratings = (size_t)llround(FULL_RATINGS * opt.scale);
     if (n_stories < 100 || n_members < 10) die("scale %.4g is too small", opt.scale);
     n_heavy = HEAVY_RATINGS < n_stories / 2 ? HEAVY_RATINGS : n_stories / 2;
-    printf("SCALE=%g\nSTORIES=%zu\nMEMBERS=%zu\nRATINGS_UPSERTS=%zu\nHEAVY_RATINGS=%zu\nTHREADS=%d\nZIPF_S=%g\nSEED=%" PRIu64
-           "\n",
+    printf("SCALE=%g\nSTORIES=%zu\nMEMBERS=%zu\nRATINGS_UPSERTS=%zu\nHEAVY_RATINGS=%zu\nTHREADS=%d\nZIPF_S=%"
+           "g\nSEED=%" PRIu64 "\n",
            opt.scale, n_stories, n_members, n_ratings, n_heavy, opt.threads, opt.zipf_s, opt.seed);
 
     /* The dataset's skeleton: story times, the Zipf CDF and rank permutation. */
@@ -904,7 +947,8 @@ int main(int argc, char **argv) {
             size_t s = zipf_story(&h);
             if (taken[s]) continue;
             taken[s] = 1;
-            if (put_one(w, &a, HEAVY, s, draw_score(&h), draw_time(&h, s), false) != HR_OK) die("heavy member failed");
+            if (put_one(w, &a, HEAVY, s, draw_score(&h), draw_time(&h, s), false) != HR_OK)
+                die("heavy member failed");
             n++;
         }
         /* How much of the Zipf head it has seen (ranks 0..999). */
@@ -946,7 +990,8 @@ upserts:
     /* 5. Queries, on a quiet store (hr_store_settle). */
 queries:;
     double quiet = hr_store_settle(store, 600, NULL);
-    fprintf(stderr, "stories_load: waited %.1f s for RocksDB's flushes and compactions before the queries\n", quiet);
+    fprintf(stderr, "stories_load: waited %.1f s for RocksDB's flushes and compactions before the queries\n",
+            quiet);
     printf("QUIESCE_SECS=%.1f\n", quiet);
     run_queries("", false);
 
@@ -980,7 +1025,9 @@ queries:;
                "EXPORT_STORY_SCORE_SUM=%" PRId64 "\nEXPORT_RATING_SCORE_SUM=%" PRId64 "\n",
                secs, ns, nr, heavy_n, story_sum, rating_sum);
         if (story_sum != rating_sum)
-            fprintf(stderr, "stories_load: WARNING: the stories' scores sum to %" PRId64 " but the ratings to %" PRId64 "\n",
+            fprintf(stderr,
+                    "stories_load: WARNING: the stories' scores sum to %" PRId64
+                    " but the ratings to %" PRId64 "\n",
                     story_sum, rating_sum);
     }
 
@@ -992,7 +1039,8 @@ queries:;
         hr_stories_free(stories);
         hr_store_close(store);
         double t1 = now_s();
-        if (hr_store_open(opt.store, NULL, &store, &err) != HR_OK) die("cannot reopen %s: %s", opt.store, err.msg);
+        if (hr_store_open(opt.store, NULL, &store, &err) != HR_OK)
+            die("cannot reopen %s: %s", opt.store, err.msg);
         stories = hr_stories_new(store, NULL);
         ratings = hr_ratings_new(store, stories);
         fprintf(stderr, "stories_load: store closed in %.1f s, reopened in %.1f s\n", t1 - t0, now_s() - t1);

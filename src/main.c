@@ -14,23 +14,23 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "common/alloc.h"
 #include "common/buf.h"
 #include "common/log.h"
 #include "core/auth.h"
 #include "core/config.h"
 #include "core/counters.h"
+#include "core/fanout.h"
+#include "core/feeds.h"
+#include "core/graph.h"
 #include "core/members.h"
 #include "core/ratings.h"
 #include "core/reading.h"
 #include "core/stories.h"
-#include "core/fanout.h"
-#include "core/feeds.h"
-#include "core/graph.h"
-#include "load/load.h"
-#include "common/alloc.h"
-#include <unistd.h>
 #include "http/http.h"
+#include "load/load.h"
 #include "store/store.h"
+#include <unistd.h>
 
 #define HERALD_VERSION "0.1.0"
 
@@ -149,8 +149,10 @@ static int parse_serve_args(int argc, char **argv, hr_config *cfg) {
         if (hr_config_load_file(cfg, argv[++i], &err) != HR_OK)
             return fprintf(stderr, "herald: %s\n", err.msg), EXIT_USAGE;
     }
-    static const struct { const char *flag, *setting; } valued[] = {
-        {"--listen", "listen"}, {"--store", "store"}, {"--secret-file", "secret_file"},
+    static const struct {
+        const char *flag, *setting;
+    } valued[] = {
+        {"--listen", "listen"},   {"--store", "store"},         {"--secret-file", "secret_file"},
         {"--threads", "threads"}, {"--log-level", "log_level"},
     };
     for (int i = 0; i < argc; i++) {
@@ -285,8 +287,14 @@ static int serve(int argc, char **argv) {
     }
     hr_reading_options reading_opts = {.ns = "", .ttl_ms = cfg.reading_ttl};
     reading = hr_reading_new(store, graph, &reading_opts);
-    hr_app app = {.store = store, .counters = counters, .config = &cfg, .stories = stories,
-                  .ratings = ratings, .members = members, .graph = graph, .feeds = feeds,
+    hr_app app = {.store = store,
+                  .counters = counters,
+                  .config = &cfg,
+                  .stories = stories,
+                  .ratings = ratings,
+                  .members = members,
+                  .graph = graph,
+                  .feeds = feeds,
                   .reading = reading};
 
     hr_http_config hcfg = {0};
@@ -340,8 +348,15 @@ done:
  * --config, --threads]: the loader's own flags are taken out first, the rest
  * are settings (fanout_threshold decides who is big while loading). */
 static int load(int argc, char **argv) {
-    hr_load_options lo = {.users = 10000, .follows_mean = 450, .follows_max = 5000, .popular = 0.1,
-                          .activities = 1, .threads = 2, .seed = 1, .out = stderr, .progress = isatty(2)};
+    hr_load_options lo = {.users = 10000,
+                          .follows_mean = 450,
+                          .follows_max = 5000,
+                          .popular = 0.1,
+                          .activities = 1,
+                          .threads = 2,
+                          .seed = 1,
+                          .out = stderr,
+                          .progress = isatty(2)};
     char **rest = hr_xcalloc((size_t)argc + 1, sizeof *rest);
     int n_rest = 0;
     for (int i = 0; i < argc; i++) {
@@ -366,9 +381,12 @@ static int load(int argc, char **argv) {
             free(rest);
             return fprintf(stderr, "herald load: --users must be at least 2\n"), EXIT_USAGE;
         }
-        if (strcmp(a, "--users") == 0) lo.users = (uint64_t)d;
-        else if (strcmp(a, "--activities") == 0) lo.activities = d;
-        else lo.seed = (uint64_t)d;
+        if (strcmp(a, "--users") == 0)
+            lo.users = (uint64_t)d;
+        else if (strcmp(a, "--activities") == 0)
+            lo.activities = d;
+        else
+            lo.seed = (uint64_t)d;
     }
     hr_config cfg;
     hr_config_init(&cfg);
@@ -408,11 +426,13 @@ static int load(int argc, char **argv) {
                    st.settle_s, (unsigned long long)st.fanout_entries,
                    st.fanout_s > 0 ? (double)st.fanout_entries / st.fanout_s : 0.0);
         } else {
-            printf("users %llu  follows %llu (%.0f per user)  groups %llu  memberships %llu  activities %llu  "
-                   "big accounts %llu\n",
-                   (unsigned long long)st.users, (unsigned long long)st.follows, (double)st.follows / (double)st.users,
-                   (unsigned long long)st.groups, (unsigned long long)st.memberships,
-                   (unsigned long long)st.activities, (unsigned long long)st.big_accounts);
+            printf(
+                "users %llu  follows %llu (%.0f per user)  groups %llu  memberships %llu  activities %llu  "
+                "big accounts %llu\n",
+                (unsigned long long)st.users, (unsigned long long)st.follows,
+                (double)st.follows / (double)st.users, (unsigned long long)st.groups,
+                (unsigned long long)st.memberships, (unsigned long long)st.activities,
+                (unsigned long long)st.big_accounts);
             printf("graph %.1fs (%.0f follows/s)  activities %.1fs (%.0f creates/s)  graph settled %.1fs  "
                    "fan-out %.1fs: %llu timeline entries, %.0f entries/s\n",
                    st.graph_s, (double)st.follows / st.graph_s, st.activities_s,
@@ -441,15 +461,19 @@ static int load(int argc, char **argv) {
 static int token(int argc, char **argv) {
     const char *user = NULL, *secret_file = NULL;
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--secret-file") == 0 && i + 1 < argc) secret_file = argv[++i];
-        else if (argv[i][0] != '-' && user == NULL) user = argv[i];
-        else return fprintf(stderr, "herald token: unexpected '%s'\n", argv[i]), EXIT_USAGE;
+        if (strcmp(argv[i], "--secret-file") == 0 && i + 1 < argc)
+            secret_file = argv[++i];
+        else if (argv[i][0] != '-' && user == NULL)
+            user = argv[i];
+        else
+            return fprintf(stderr, "herald token: unexpected '%s'\n", argv[i]), EXIT_USAGE;
     }
     if (user == NULL || secret_file == NULL)
         return fprintf(stderr, "usage: herald token USER --secret-file FILE\n"), EXIT_USAGE;
     if (!hr_ident_valid(hr_slice_str(user)))
         return fprintf(stderr, "herald token: USER must be 1..%d characters of A-Z a-z 0-9 . _ : @ ~ -\n",
-                       HR_IDENT_MAX), EXIT_USAGE;
+                       HR_IDENT_MAX),
+               EXIT_USAGE;
     hr_auth *auth = NULL;
     hr_err err = {0};
     if (hr_auth_from_file(secret_file, &auth, &err) != HR_OK)

@@ -107,7 +107,8 @@ static void tombstones(void) {
         hr_zincr(b, key("rank"), 1, hr_slice_str(m));
         run(b);
     }
-    printf("200K score changes (one hr_zincr a batch): %.2f us each\n", (double)(hr_mono_ns() - t0) / 1e3 / 200000);
+    printf("200K score changes (one hr_zincr a batch): %.2f us each\n",
+           (double)(hr_mono_ns() - t0) / 1e3 / 200000);
     printf("after 200K score changes: top-20 read %.1f us\n", top20_us());
     hr_batch_free(b);
     hr_store_close(S);
@@ -164,9 +165,11 @@ static void pset(void) {
     static uint64_t small[10000], big[100000], q[Q];
     fill("p10k", small, 10000, false);
     fill("p100k", big, 100000, false);
-    for (size_t i = 0; i < Q; i++) q[i] = i % 2 ? small[i] : rnd();
+    for (size_t i = 0; i < Q; i++)
+        q[i] = i % 2 ? small[i] : rnd();
     printf("pset_test of %d vs a 10000-member set: %.3f us/member\n", Q, pset_test_us("p10k", q, Q));
-    for (size_t i = 0; i < Q; i++) q[i] = i % 2 ? big[i * 7] : rnd();
+    for (size_t i = 0; i < Q; i++)
+        q[i] = i % 2 ? big[i * 7] : rnd();
     printf("pset_test of %d vs a 100000-member set: %.3f us/member\n", Q, pset_test_us("p100k", q, Q));
 
     fill("z10k", small, 10000, true);
@@ -214,7 +217,7 @@ static void *fan_run(void *arg) {
             long act = e / FOLLOWERS, actor = (act * 7919) % USERS;
             long user = (actor + 1 + (e % FOLLOWERS) * STRIDE) % USERS;
             snprintf(k, sizeof k, "{u:%ld}:tl%s", user, run_id); /* run_id: runs on a shared cluster differ */
-            snprintf(m, sizeof m, "a:%018ld", act); /* 20 bytes, as an activity id */
+            snprintf(m, sizeof m, "a:%018ld", act);              /* 20 bytes, as an activity id */
             if (f->zset)
                 hr_zadd(b, hr_slice_str(k), (double)(t0 + act), hr_slice_of(m, 20));
             else
@@ -353,9 +356,9 @@ static void ranges(void) {
 
 int main(int argc, char **argv) {
     bool fan_mode = argc >= 3 && (strcmp(argv[2], "fanout") == 0 || strcmp(argv[2], "zfanout") == 0);
-    bool one_word = argc == 3 && (strcmp(argv[2], "tombstones") == 0 || strcmp(argv[2], "tombstones-disk") == 0 ||
-                                  strcmp(argv[2], "pset") == 0 || strcmp(argv[2], "kv") == 0 ||
-                                  strcmp(argv[2], "ranges") == 0);
+    bool one_word = argc == 3 && (strcmp(argv[2], "tombstones") == 0 ||
+                                  strcmp(argv[2], "tombstones-disk") == 0 || strcmp(argv[2], "pset") == 0 ||
+                                  strcmp(argv[2], "kv") == 0 || strcmp(argv[2], "ranges") == 0);
     if (!one_word && !(fan_mode && argc <= 5)) {
         fprintf(stderr, "usage: store_micro URI tombstones|tombstones-disk|pset|kv|ranges\n"
                         "       store_micro URI fanout|zfanout [ENTRIES [THREADS]]\n");

@@ -115,7 +115,8 @@ static int query_time(hr_request *req, const char *name, int64_t *out, hr_err *e
     if (v == NULL) return HR_OK;
     uint64_t u;
     if (hr_parse_uint(v, &u) != HR_OK || u > (uint64_t)HR_ACTIVITY_TIME_MAX)
-        return hr_err_set(err, HR_EINVAL, "%s must be a time in ms (0..%lld)", name, (long long)HR_ACTIVITY_TIME_MAX);
+        return hr_err_set(err, HR_EINVAL, "%s must be a time in ms (0..%lld)", name,
+                          (long long)HR_ACTIVITY_TIME_MAX);
     *out = (int64_t)u;
     return HR_OK;
 }
@@ -148,7 +149,8 @@ void hr_api_activity_create(hr_request *req) {
     json_t *body = NULL;
     hr_activity in = {0};
     int64_t time_ms = 0;
-    static const char *const fields[] = {"actor", "verb", "object", "target", "time", "foreign_id", "data", NULL};
+    static const char *const fields[] = {"actor", "verb",       "object", "target",
+                                         "time",  "foreign_id", "data",   NULL};
     int rc = hr_json_parse_object(hr_req_body(req), &body, &err);
     if (rc == HR_OK) rc = hr_json_only_fields(body, fields, &err);
     if (rc == HR_OK) rc = hr_json_ident_field(body, "actor", true, &in.actor, &err);
@@ -156,13 +158,15 @@ void hr_api_activity_create(hr_request *req) {
     if (rc == HR_OK) rc = hr_json_ident_field(body, "object", false, &in.object, &err);
     if (rc == HR_OK) rc = hr_json_ident_field(body, "target", false, &in.target, &err);
     if (rc == HR_OK) rc = hr_json_ident_field(body, "foreign_id", false, &in.foreign_id, &err);
-    if (rc == HR_OK) rc = hr_json_int_field(body, "time", false, 1, HR_ACTIVITY_TIME_MAX, &time_ms, NULL, &err);
+    if (rc == HR_OK)
+        rc = hr_json_int_field(body, "time", false, 1, HR_ACTIVITY_TIME_MAX, &time_ms, NULL, &err);
     if (rc == HR_OK) rc = data_field(req, body, &in.data, &err);
     if (rc == HR_OK) rc = check_actor(req, in.actor, &err);
     in.time_ms = time_ms;
     hr_activity out;
     bool duplicate = false;
-    if (rc == HR_OK) rc = hr_feeds_create(app->feeds, &in, hr_now_ms(), hr_req_arena(req), &out, &duplicate, &err);
+    if (rc == HR_OK)
+        rc = hr_feeds_create(app->feeds, &in, hr_now_ms(), hr_req_arena(req), &out, &duplicate, &err);
     json_decref(body);
     if (rc != HR_OK) return hr_reply_error(req, rc, &err);
     reply_activity(req, duplicate ? 200 : 201, &out, duplicate);
@@ -217,15 +221,21 @@ static void feed(hr_request *req, hr_feed_kind kind, const char *param) {
     hr_feed_page page;
     int rc = feed_query(req, &fr, &err);
     if (rc == HR_OK)
-        rc = hr_feeds_read(app->feeds, kind, hr_req_param(req, param), &fr, hr_now_ms(), hr_req_arena(req), &page,
-                           &err);
+        rc = hr_feeds_read(app->feeds, kind, hr_req_param(req, param), &fr, hr_now_ms(), hr_req_arena(req),
+                           &page, &err);
     if (rc != HR_OK) return hr_reply_error(req, rc, &err);
     reply_page(req, &page);
 }
 
-void hr_api_user_feed(hr_request *req) { feed(req, HR_FEED_USER, "uid"); }
-void hr_api_user_timeline(hr_request *req) { feed(req, HR_FEED_TIMELINE, "uid"); }
-void hr_api_group_feed(hr_request *req) { feed(req, HR_FEED_GROUP, "gid"); }
+void hr_api_user_feed(hr_request *req) {
+    feed(req, HR_FEED_USER, "uid");
+}
+void hr_api_user_timeline(hr_request *req) {
+    feed(req, HR_FEED_TIMELINE, "uid");
+}
+void hr_api_group_feed(hr_request *req) {
+    feed(req, HR_FEED_GROUP, "gid");
+}
 
 void hr_api_activities_query(hr_request *req) {
     hr_app *app = hr_req_app(req);
@@ -241,10 +251,11 @@ void hr_api_activities_query(hr_request *req) {
         if (v == NULL) continue;
         *slots[i] = hr_slice_str(v);
         if (!hr_ident_valid(*slots[i]))
-            rc = hr_err_set(&err, HR_EINVAL, "%s must be an identifier (1..%d bytes of [A-Za-z0-9._:@~-])", names[i],
-                            HR_IDENT_MAX);
+            rc = hr_err_set(&err, HR_EINVAL, "%s must be an identifier (1..%d bytes of [A-Za-z0-9._:@~-])",
+                            names[i], HR_IDENT_MAX);
     }
-    if (rc == HR_OK) rc = hr_feeds_query(app->feeds, &filter, &fr, hr_now_ms(), hr_req_arena(req), &page, &err);
+    if (rc == HR_OK)
+        rc = hr_feeds_query(app->feeds, &filter, &fr, hr_now_ms(), hr_req_arena(req), &page, &err);
     if (rc != HR_OK) return hr_reply_error(req, rc, &err);
     reply_page(req, &page);
 }

@@ -27,8 +27,8 @@ void hr_api_counter_put(hr_request *req) {
     hr_app *app = hr_req_app(req);
     hr_err err = {0};
     int64_t count = 0;
-    int rc = hr_counters_add(app->counters, counter_of(req), hr_req_param(req, "object"),
-                             hr_req_body(req), &count, &err);
+    int rc = hr_counters_add(app->counters, counter_of(req), hr_req_param(req, "object"), hr_req_body(req),
+                             &count, &err);
     if (rc != HR_OK) return hr_reply_error(req, rc, &err);
     reply_count(req, count);
 }
@@ -70,8 +70,8 @@ void hr_api_counter_counts(hr_request *req) {
 }
 
 static json_t *settings_json(hr_slice counter, const hr_counter_settings *s) {
-    return json_pack("{s:s%,s:I,s:I}", "counter", counter.ptr, counter.len, "ttl_ms",
-                     (json_int_t)s->ttl_ms, "exact_limit", (json_int_t)s->exact_limit);
+    return json_pack("{s:s%,s:I,s:I}", "counter", counter.ptr, counter.len, "ttl_ms", (json_int_t)s->ttl_ms,
+                     "exact_limit", (json_int_t)s->exact_limit);
 }
 
 void hr_api_counter_settings_get(hr_request *req) {

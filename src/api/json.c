@@ -11,8 +11,8 @@ int hr_json_parse_object(hr_slice body, json_t **out, hr_err *err) {
     json_error_t je;
     json_t *v = json_loadb(body.ptr, body.len, JSON_REJECT_DUPLICATES, &je);
     if (v == NULL)
-        return hr_err_set(err, HR_EINVAL, "body is not valid JSON: %s (line %d, column %d)", je.text,
-                          je.line, je.column);
+        return hr_err_set(err, HR_EINVAL, "body is not valid JSON: %s (line %d, column %d)", je.text, je.line,
+                          je.column);
     if (!json_is_object(v)) {
         json_decref(v);
         return hr_err_set(err, HR_EINVAL, "body must be a JSON object");
@@ -26,7 +26,8 @@ int hr_json_only_fields(const json_t *obj, const char *const *allowed, hr_err *e
     json_t *value;
     json_object_foreach((json_t *)obj, key, value) {
         bool known = false;
-        for (const char *const *a = allowed; *a && !known; a++) known = strcmp(*a, key) == 0;
+        for (const char *const *a = allowed; *a && !known; a++)
+            known = strcmp(*a, key) == 0;
         if (!known) return hr_err_set(err, HR_EINVAL, "unknown field '%.64s'", key);
     }
     return HR_OK;
@@ -52,8 +53,8 @@ int hr_json_int_field(const json_t *obj, const char *name, bool required, int64_
     return HR_OK;
 }
 
-int hr_json_ident_array(const json_t *obj, const char *name, size_t max, hr_arena *arena,
-                        hr_slice **items, size_t *n, hr_err *err) {
+int hr_json_ident_array(const json_t *obj, const char *name, size_t max, hr_arena *arena, hr_slice **items,
+                        size_t *n, hr_err *err) {
     *items = NULL;
     *n = 0;
     json_t *v = json_object_get(obj, name);
@@ -65,13 +66,11 @@ int hr_json_ident_array(const json_t *obj, const char *name, size_t max, hr_aren
     hr_slice *out = hr_arena_alloc(arena, len * sizeof *out);
     for (size_t i = 0; i < len; i++) {
         json_t *e = json_array_get(v, i);
-        if (!json_is_string(e))
-            return hr_err_set(err, HR_EINVAL, "%s[%zu] must be a string", name, i);
+        if (!json_is_string(e)) return hr_err_set(err, HR_EINVAL, "%s[%zu] must be a string", name, i);
         hr_slice s = hr_slice_of(json_string_value(e), json_string_length(e));
         if (!hr_ident_valid(s))
-            return hr_err_set(err, HR_EINVAL,
-                              "%s[%zu] must be 1..%d characters of A-Z a-z 0-9 . _ : @ ~ -", name, i,
-                              HR_IDENT_MAX);
+            return hr_err_set(err, HR_EINVAL, "%s[%zu] must be 1..%d characters of A-Z a-z 0-9 . _ : @ ~ -",
+                              name, i, HR_IDENT_MAX);
         out[i] = s;
     }
     *items = out;

@@ -37,7 +37,7 @@ int hr_json_ident_field(const json_t *obj, const char *name, bool required, hr_s
 
 /* An array field of 1..max identifiers. *items (allocated in arena) holds
  * *n slices pointing into obj, valid while obj is. */
-int hr_json_ident_array(const json_t *obj, const char *name, size_t max, hr_arena *arena,
-                        hr_slice **items, size_t *n, hr_err *err);
+int hr_json_ident_array(const json_t *obj, const char *name, size_t max, hr_arena *arena, hr_slice **items,
+                        size_t *n, hr_err *err);
 
 #endif

@@ -60,9 +60,7 @@ static void append_string(hr_buf *out, hr_slice s) {
         case '\t': hr_buf_append(out, "\\t", 2); break;
         case '\b': hr_buf_append(out, "\\b", 2); break;
         case '\f': hr_buf_append(out, "\\f", 2); break;
-        default:
-            snprintf(esc, sizeof esc, "\\u%04X", c);
-            hr_buf_append(out, esc, 6);
+        default: snprintf(esc, sizeof esc, "\\u%04X", c); hr_buf_append(out, esc, 6);
         }
     }
     hr_buf_append(out, s.ptr + run, s.len - run);
@@ -101,8 +99,10 @@ void hr_jw_real(hr_jw *w, double v) {
         num[n++] = '0';
     } else if (e) {
         char *from = e + 1, *to = e + 1;
-        if (*from == '-') from = ++to;
-        else if (*from == '+') from++;
+        if (*from == '-')
+            from = ++to;
+        else if (*from == '+')
+            from++;
         while (*from == '0' && from[1] != '\0')
             from++;
         memmove(to, from, (size_t)(num + n - from));

@@ -36,14 +36,14 @@
 typedef struct hr_jw {
     hr_buf *out;
     int depth;
-    bool after_key;               /* the next value follows "key": */
+    bool after_key;                 /* the next value follows "key": */
     bool has_item[HR_JW_DEPTH + 1]; /* per level: a comma goes before the next item */
 } hr_jw;
 
 hr_jw hr_jw_start(hr_buf *out);
-void hr_jw_open(hr_jw *w, char bracket); /* '{' or '[' */
-void hr_jw_close(hr_jw *w, char bracket); /* '}' or ']' */
-void hr_jw_key(hr_jw *w, const char *key); /* key: plain ASCII, not escaped */
+void hr_jw_open(hr_jw *w, char bracket);    /* '{' or '[' */
+void hr_jw_close(hr_jw *w, char bracket);   /* '}' or ']' */
+void hr_jw_key(hr_jw *w, const char *key);  /* key: plain ASCII, not escaped */
 void hr_jw_key_str(hr_jw *w, hr_slice key); /* any text: escaped as hr_jw_str */
 void hr_jw_str(hr_jw *w, hr_slice s);
 void hr_jw_int(hr_jw *w, int64_t v);

@@ -2,8 +2,8 @@
  * Prometheus text format (HTTP metrics from the transport, store operation
  * totals from the store dispatcher). */
 #include "api/api.h"
-#include "common/clock.h"
 #include "common/buf.h"
+#include "common/clock.h"
 
 void hr_api_healthz(hr_request *req) {
     hr_app *app = hr_req_app(req);

@@ -47,7 +47,9 @@ char *hr_xstrndup(const char *s, size_t n) {
     return p;
 }
 
-char *hr_xstrdup(const char *s) { return hr_xstrndup(s, strlen(s)); }
+char *hr_xstrdup(const char *s) {
+    return hr_xstrndup(s, strlen(s));
+}
 
 /* Below this a table gains nothing from huge pages: it spans a few TLB
  * entries anyway, and malloc's rounding costs less than mmap's. */

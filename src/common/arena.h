@@ -15,7 +15,8 @@ typedef struct hr_arena {
     hr_arena_chunk *head;
 } hr_arena;
 
-#define HR_ARENA_INIT {NULL}
+#define HR_ARENA_INIT                                                                                        \
+    { NULL }
 
 /* n bytes aligned for any type; never NULL. */
 void *hr_arena_alloc(hr_arena *a, size_t n);

@@ -80,7 +80,8 @@ void hr_assist_free(hr_assist *h) {
 }
 
 bool hr_assist_start(hr_assist *h, hr_assist_fn fn, void *arg) {
-    if (h == NULL || pthread_mutex_trylock(&h->lock) != 0) return false; /* busy handing over: run it yourself */
+    if (h == NULL || pthread_mutex_trylock(&h->lock) != 0)
+        return false; /* busy handing over: run it yourself */
     bool idle = h->state == IDLE;
     if (idle) {
         h->fn = fn;

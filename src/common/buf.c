@@ -11,7 +11,8 @@ void hr_buf_reserve(hr_buf *b, size_t extra) {
     size_t need = b->len + extra + 1; /* +1: the trailing NUL */
     if (need <= b->cap) return;
     size_t cap = b->cap ? b->cap : 64;
-    while (cap < need) cap *= 2;
+    while (cap < need)
+        cap *= 2;
     b->data = hr_xrealloc(b->data, cap);
     b->cap = cap;
 }
@@ -22,7 +23,6 @@ void hr_buf_append_slow(hr_buf *b, const void *p, size_t n) {
     b->len += n;
     b->data[b->len] = '\0';
 }
-
 
 void hr_buf_printf(hr_buf *b, const char *fmt, ...) {
     va_list ap;
@@ -44,8 +44,8 @@ void hr_buf_append_u64be(hr_buf *b, uint64_t v) {
 }
 
 void hr_buf_append_u32be(hr_buf *b, uint32_t v) {
-    unsigned char o[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16),
-                          (unsigned char)(v >> 8), (unsigned char)v};
+    unsigned char o[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16), (unsigned char)(v >> 8),
+                          (unsigned char)v};
     hr_buf_append(b, o, 4);
 }
 

@@ -17,7 +17,8 @@ typedef struct hr_buf {
     size_t cap;
 } hr_buf;
 
-#define HR_BUF_INIT {NULL, 0, 0}
+#define HR_BUF_INIT                                                                                          \
+    { NULL, 0, 0 }
 
 void hr_buf_reserve(hr_buf *b, size_t extra);
 void hr_buf_append_slow(hr_buf *b, const void *p, size_t n);
@@ -32,14 +33,22 @@ static inline void hr_buf_append(hr_buf *b, const void *p, size_t n) {
     }
     hr_buf_append_slow(b, p, n);
 }
-static inline void hr_buf_append_slice(hr_buf *b, hr_slice s) { hr_buf_append(b, s.ptr, s.len); }
-static inline void hr_buf_append_str(hr_buf *b, const char *s) { hr_buf_append(b, s, strlen(s)); }
-static inline void hr_buf_append_byte(hr_buf *b, uint8_t c) { hr_buf_append(b, &c, 1); }
+static inline void hr_buf_append_slice(hr_buf *b, hr_slice s) {
+    hr_buf_append(b, s.ptr, s.len);
+}
+static inline void hr_buf_append_str(hr_buf *b, const char *s) {
+    hr_buf_append(b, s, strlen(s));
+}
+static inline void hr_buf_append_byte(hr_buf *b, uint8_t c) {
+    hr_buf_append(b, &c, 1);
+}
 void hr_buf_printf(hr_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Big-endian fixed-width integers: byte order equals numeric order. */
 void hr_buf_append_u64be(hr_buf *b, uint64_t v);
 void hr_buf_append_u32be(hr_buf *b, uint32_t v);
-static inline hr_slice hr_buf_slice(const hr_buf *b) { return hr_slice_of(b->data, b->len); }
+static inline hr_slice hr_buf_slice(const hr_buf *b) {
+    return hr_slice_of(b->data, b->len);
+}
 /* Forget the contents, keep the memory. */
 static inline void hr_buf_clear(hr_buf *b) {
     b->len = 0;

@@ -7,8 +7,9 @@
 const char *hr_strerror(int code) {
     switch (code) {
     case HR_OK: return "ok";
-#define HR_ERR_MSG_(name, msg) case HR_E##name: return msg;
-    HR_ERRNO_MAP(HR_ERR_MSG_)
+#define HR_ERR_MSG_(name, msg)                                                                               \
+    case HR_E##name: return msg;
+        HR_ERRNO_MAP(HR_ERR_MSG_)
 #undef HR_ERR_MSG_
     default: return "unknown error";
     }
@@ -17,8 +18,9 @@ const char *hr_strerror(int code) {
 const char *hr_errname(int code) {
     switch (code) {
     case HR_OK: return "HR_OK";
-#define HR_ERR_NAME_(name, msg) case HR_E##name: return "HR_E" #name;
-    HR_ERRNO_MAP(HR_ERR_NAME_)
+#define HR_ERR_NAME_(name, msg)                                                                              \
+    case HR_E##name: return "HR_E" #name;
+        HR_ERRNO_MAP(HR_ERR_NAME_)
 #undef HR_ERR_NAME_
     default: return "HR_E?";
     }

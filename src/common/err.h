@@ -13,19 +13,19 @@
 
 #include <stddef.h>
 
-#define HR_ERRNO_MAP(X)                                                       \
-    X(INVAL, "invalid argument")                                              \
-    X(NOTFOUND, "not found")                                                  \
-    X(EXISTS, "already exists")                                               \
-    X(CONFLICT, "conflict")                                                   \
-    X(TOOBIG, "too large")                                                    \
-    X(LIMIT, "over a limit")                                                  \
-    X(UNAUTH, "missing or invalid credentials")                               \
-    X(FORBIDDEN, "not allowed for this principal")                            \
-    X(WRONGTYPE, "key holds another type")                                    \
-    X(IO, "store I/O error")                                                  \
-    X(UNAVAIL, "store unavailable")                                           \
-    X(NOTSUP, "not supported by this store")                                  \
+#define HR_ERRNO_MAP(X)                                                                                      \
+    X(INVAL, "invalid argument")                                                                             \
+    X(NOTFOUND, "not found")                                                                                 \
+    X(EXISTS, "already exists")                                                                              \
+    X(CONFLICT, "conflict")                                                                                  \
+    X(TOOBIG, "too large")                                                                                   \
+    X(LIMIT, "over a limit")                                                                                 \
+    X(UNAUTH, "missing or invalid credentials")                                                              \
+    X(FORBIDDEN, "not allowed for this principal")                                                           \
+    X(WRONGTYPE, "key holds another type")                                                                   \
+    X(IO, "store I/O error")                                                                                 \
+    X(UNAVAIL, "store unavailable")                                                                          \
+    X(NOTSUP, "not supported by this store")                                                                 \
     X(INTERNAL, "internal error")
 
 enum {
@@ -34,7 +34,7 @@ enum {
     HR_ERR_FIRST_ = -1000,
     HR_ERRNO_MAP(HR_ERR_ENUM_)
 #undef HR_ERR_ENUM_
-    HR_ERR_LAST_
+        HR_ERR_LAST_
 };
 
 /* A caller-owned error: the code and a human-readable message. */
@@ -50,8 +50,7 @@ const char *hr_errname(int code);
 
 /* Fill err (if not NULL) with code and a printf-style message; returns code so
  * that callers can write `return hr_err_set(err, HR_EINVAL, "...")`. */
-int hr_err_set(hr_err *err, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+int hr_err_set(hr_err *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Reset err (if not NULL) to HR_OK and an empty message. */
 void hr_err_clear(hr_err *err);

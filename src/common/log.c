@@ -9,7 +9,9 @@
 
 static hr_log_level min_level = HR_LOG_INFO;
 
-void hr_log_set_level(hr_log_level level) { min_level = level; }
+void hr_log_set_level(hr_log_level level) {
+    min_level = level;
+}
 
 int hr_log_parse_level(const char *s, hr_log_level *out) {
     static const char *names[] = {"debug", "info", "warn", "error"};
@@ -29,9 +31,9 @@ void hr_log(hr_log_level level, const char *fmt, ...) {
     clock_gettime(CLOCK_REALTIME, &ts);
     struct tm tm;
     gmtime_r(&ts.tv_sec, &tm);
-    int n = snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s ",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, ts.tv_nsec / 1000000, tags[level]);
+    int n = snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s ", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000,
+                     tags[level]);
     va_list ap;
     va_start(ap, fmt);
     int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);

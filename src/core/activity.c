@@ -47,7 +47,8 @@ hr_slice hr_activity_group(const hr_activity *a) {
 
 static int check_field(hr_slice v, const char *name, bool required, hr_err *err) {
     if (v.len == 0) return required ? hr_err_set(err, HR_EINVAL, "%s is required", name) : HR_OK;
-    if (!hr_ident_valid(v)) return hr_err_set(err, HR_EINVAL, "%s must be an identifier (1..128 of [A-Za-z0-9._:@~-])", name);
+    if (!hr_ident_valid(v))
+        return hr_err_set(err, HR_EINVAL, "%s must be an identifier (1..128 of [A-Za-z0-9._:@~-])", name);
     return HR_OK;
 }
 
@@ -69,7 +70,8 @@ static void put_field(hr_buf *out, hr_slice v) {
 
 void hr_activity_encode(const hr_activity *a, bool tombstone, hr_buf *out) {
     hr_buf_append_byte(out, 1);
-    hr_buf_append_byte(out, (uint8_t)((tombstone ? FLAG_TOMBSTONE : 0) | (a->fanned_followers ? FLAG_FOLLOWERS : 0) |
+    hr_buf_append_byte(out, (uint8_t)((tombstone ? FLAG_TOMBSTONE : 0) |
+                                      (a->fanned_followers ? FLAG_FOLLOWERS : 0) |
                                       (a->fanned_members ? FLAG_MEMBERS : 0)));
     hr_buf_append_u64be(out, (uint64_t)a->time_ms);
     put_field(out, a->actor);
@@ -102,7 +104,8 @@ int hr_activity_decode(hr_slice id, hr_slice v, hr_arena *arena, hr_activity *a,
         !get_field(&p, end, arena, &a->object) || !get_field(&p, end, arena, &a->target) ||
         !get_field(&p, end, arena, &a->foreign_id))
         goto corrupt;
-    a->data = p < end ? hr_arena_copy(arena, hr_slice_of((const char *)p, (size_t)(end - p))) : hr_slice_of(NULL, 0);
+    a->data = p < end ? hr_arena_copy(arena, hr_slice_of((const char *)p, (size_t)(end - p)))
+                      : hr_slice_of(NULL, 0);
     memcpy(a->id, id.ptr, HR_ACTIVITY_ID_LEN);
     a->id[HR_ACTIVITY_ID_LEN] = 0;
     a->fanned_followers = flags & FLAG_FOLLOWERS;

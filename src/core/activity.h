@@ -21,15 +21,15 @@
 #include "common/slice.h"
 
 #define HR_ACTIVITY_ID_LEN 20
-#define HR_ACTIVITY_FIELD_MAX 128 /* bytes of actor, verb, object, target, foreign_id */
+#define HR_ACTIVITY_FIELD_MAX 128              /* bytes of actor, verb, object, target, foreign_id */
 #define HR_ACTIVITY_TIME_MAX 253402300799999LL /* 9999-12-31T23:59:59.999Z, below 2^48 */
 
 typedef struct hr_activity {
     char id[HR_ACTIVITY_ID_LEN + 1];
     int64_t time_ms;
-    hr_slice actor, verb;            /* required */
+    hr_slice actor, verb;                /* required */
     hr_slice object, target, foreign_id; /* optional: empty when absent */
-    hr_slice data;                   /* JSON text, or empty */
+    hr_slice data;                       /* JSON text, or empty */
     /* Whether creation fanned it out to the actor's followers / the group's
      * members (false for big accounts, merged at read time instead). */
     bool fanned_followers, fanned_members;

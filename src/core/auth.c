@@ -11,8 +11,8 @@
 
 #include "common/alloc.h"
 
-#define MAC_LEN 32      /* SHA-256 */
-#define MAC_B64_LEN 43  /* base64url of 32 bytes, unpadded */
+#define MAC_LEN 32     /* SHA-256 */
+#define MAC_B64_LEN 43 /* base64url of 32 bytes, unpadded */
 #define SECRET_MAX 4096
 
 struct hr_auth {
@@ -23,8 +23,8 @@ struct hr_auth {
 int hr_auth_new(hr_slice secret, hr_auth **out, hr_err *err) {
     *out = NULL;
     if (secret.len < HR_SECRET_MIN)
-        return hr_err_set(err, HR_EINVAL, "the secret must be at least %d bytes (got %zu)",
-                          HR_SECRET_MIN, secret.len);
+        return hr_err_set(err, HR_EINVAL, "the secret must be at least %d bytes (got %zu)", HR_SECRET_MIN,
+                          secret.len);
     hr_auth *a = hr_xmalloc(sizeof *a);
     a->secret = hr_xstrndup(secret.ptr, secret.len);
     a->len = secret.len;
@@ -39,7 +39,8 @@ int hr_auth_from_file(const char *path, hr_auth **out, hr_err *err) {
     char buf[SECRET_MAX + 2];
     size_t n = fread(buf, 1, sizeof buf, f);
     fclose(f);
-    if (n > SECRET_MAX) return hr_err_set(err, HR_EINVAL, "secret file %s is over %d bytes", path, SECRET_MAX);
+    if (n > SECRET_MAX)
+        return hr_err_set(err, HR_EINVAL, "secret file %s is over %d bytes", path, SECRET_MAX);
     if (n > 0 && buf[n - 1] == '\n') n--;
     if (n > 0 && buf[n - 1] == '\r') n--;
     int rc = hr_auth_new(hr_slice_of(buf, n), out, err);

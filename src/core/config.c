@@ -19,8 +19,8 @@ int hr_parse_uint(const char *s, uint64_t *out) {
 }
 
 /* A whole number followed by one of the suffixes, each with its multiplier. */
-static int parse_scaled(const char *s, const char *const *suffixes, const uint64_t *mult,
-                        size_t n, uint64_t *out) {
+static int parse_scaled(const char *s, const char *const *suffixes, const uint64_t *mult, size_t n,
+                        uint64_t *out) {
     if (s == NULL || !isdigit((unsigned char)s[0])) return HR_EINVAL;
     errno = 0;
     char *end;
@@ -87,7 +87,7 @@ static int parse_into(hr_setting_type type, void *field, const char *value) {
 
 void hr_config_init(hr_config *cfg) {
     memset(cfg, 0, sizeof *cfg);
-#define HR_CFG_DEFAULT_(name, type, def, help) \
+#define HR_CFG_DEFAULT_(name, type, def, help)                                                               \
     if (parse_into(HR_SET_##type, &cfg->name, def) != HR_OK) abort();
     HR_SETTINGS(HR_CFG_DEFAULT_)
 #undef HR_CFG_DEFAULT_
@@ -106,12 +106,12 @@ void hr_config_free(hr_config *cfg) {
 }
 
 int hr_config_set(hr_config *cfg, const char *name, const char *value, hr_err *err) {
-#define HR_CFG_SET_(sname, type, def, help)                                              \
-    if (strcmp(name, #sname) == 0) {                                                    \
-        if (parse_into(HR_SET_##type, &cfg->sname, value) != HR_OK)                     \
-            return hr_err_set(err, HR_EINVAL, "setting %s: '%s' is not %s", name, value, \
-                              type_hint(HR_SET_##type));                                \
-        return HR_OK;                                                                   \
+#define HR_CFG_SET_(sname, type, def, help)                                                                  \
+    if (strcmp(name, #sname) == 0) {                                                                         \
+        if (parse_into(HR_SET_##type, &cfg->sname, value) != HR_OK)                                          \
+            return hr_err_set(err, HR_EINVAL, "setting %s: '%s' is not %s", name, value,                     \
+                              type_hint(HR_SET_##type));                                                     \
+        return HR_OK;                                                                                        \
     }
     HR_SETTINGS(HR_CFG_SET_)
 #undef HR_CFG_SET_
@@ -119,9 +119,11 @@ int hr_config_set(hr_config *cfg, const char *name, const char *value, hr_err *e
 }
 
 static char *trim(char *s) {
-    while (isspace((unsigned char)*s)) s++;
+    while (isspace((unsigned char)*s))
+        s++;
     char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1])) *--e = '\0';
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = '\0';
     return s;
 }
 
@@ -154,7 +156,7 @@ int hr_config_load_file(hr_config *cfg, const char *path, hr_err *err) {
 }
 
 void hr_config_print_help(FILE *f) {
-#define HR_CFG_HELP_(name, type, def, help) \
+#define HR_CFG_HELP_(name, type, def, help)                                                                  \
     fprintf(f, "  %-20s %s (default: %s)\n", #name, help, *def ? def : "none");
     HR_SETTINGS(HR_CFG_HELP_)
 #undef HR_CFG_HELP_

@@ -20,35 +20,44 @@
 #include "store/store.h"
 
 /* X(name, type, default, help) */
-#define HR_SETTINGS(X)                                                                  \
-    X(listen, STR, "127.0.0.1:8080", "address and port to serve HTTP on")                \
-    X(store, STR, "rocksdb:./data", "rocksdb:PATH or redis://HOST:PORT[,HOST:PORT...]")  \
-    X(secret_file, STR, "", "file holding the admin key; without it, loopback only")      \
-    X(threads, UINT, "0", "HTTP I/O threads (0: one per core; four per core on Redis Cluster)")   \
-    X(sync, BOOL, "false", "fsync the RocksDB WAL before acknowledging a write")          \
-    X(body_max, SIZE, "1m", "largest request body of routes without a limit of their own")  \
-    X(timeout, DURATION, "30s", "idle / read timeout of a connection")                    \
-    X(max_connections, UINT, "4096", "connections served at once")                        \
-    X(store_timeout, DURATION, "2s", "Redis: timeout of one store round trip")            \
-    X(store_cache, SIZE, "256m", "RocksDB: memory for recently read blocks (the block cache)") \
-    X(chunk_cache, SIZE, "512m", "RocksDB: memory for recently read packed-set chunks (who read a URL, seen stories)") \
-    X(meta_cache, SIZE, "256m", "RocksDB: memory for recently read metadata records (a set's size; a rarely read URL's readers)") \
-    X(pset_image_cache, SIZE, "256m", "RocksDB: memory for whole-set images of large packed sets (a popular URL's readers)") \
-    X(log_level, STR, "info", "debug, info, warn or error")                               \
-    X(counter_ttl, DURATION, "30d", "a counter connection expires this long after its last PUT") \
-    X(counter_exact_limit, UINT, "10000", "distinct tokens counted exactly per object before the sketch") \
-    X(story_content_max, SIZE, "256k", "largest story content accepted (bytes, before compression)") \
-    X(fanout_threshold, UINT, "10000", "actors and groups with more followers/members are merged at read time, not fanned out") \
-    X(timeline_ttl, DURATION, "60d", "timeline entries expire this long after the activity's time") \
-    X(timeline_max, UINT, "1000", "entries a home timeline keeps at most") \
-    X(timeline_cache, SIZE, "256m", "RocksDB: memory for home timelines' first pages, kept until what they show changes (0: none)") \
-    X(fanout_workers, UINT, "2", "background threads that fan activities out to timelines") \
-    X(fanout_lease, DURATION, "30s", "a fan-out job not finished this long after it was claimed is run again") \
-    X(fanout_queue, STR, "fanout", "name of the fan-out job queue: processes naming the same one share its jobs") \
-    X(fanout_batch, UINT, "1000", "timeline entries a fan-out worker writes per store batch") \
-    X(fanout_bulk, UINT, "1000000", "RocksDB: timeline adds a fan-out worker gathers into one sorted table file (0: write page by page)") \
-    X(fanout_throttle, DURATION, "0", "pause between two batches of one fan-out job, to cap its share of the store") \
-    X(activity_data_max, SIZE, "64k", "largest activity data accepted (bytes of JSON)") \
+#define HR_SETTINGS(X)                                                                                       \
+    X(listen, STR, "127.0.0.1:8080", "address and port to serve HTTP on")                                    \
+    X(store, STR, "rocksdb:./data", "rocksdb:PATH or redis://HOST:PORT[,HOST:PORT...]")                      \
+    X(secret_file, STR, "", "file holding the admin key; without it, loopback only")                         \
+    X(threads, UINT, "0", "HTTP I/O threads (0: one per core; four per core on Redis Cluster)")              \
+    X(sync, BOOL, "false", "fsync the RocksDB WAL before acknowledging a write")                             \
+    X(body_max, SIZE, "1m", "largest request body of routes without a limit of their own")                   \
+    X(timeout, DURATION, "30s", "idle / read timeout of a connection")                                       \
+    X(max_connections, UINT, "4096", "connections served at once")                                           \
+    X(store_timeout, DURATION, "2s", "Redis: timeout of one store round trip")                               \
+    X(store_cache, SIZE, "256m", "RocksDB: memory for recently read blocks (the block cache)")               \
+    X(chunk_cache, SIZE, "512m",                                                                             \
+      "RocksDB: memory for recently read packed-set chunks (who read a URL, seen stories)")                  \
+    X(meta_cache, SIZE, "256m",                                                                              \
+      "RocksDB: memory for recently read metadata records (a set's size; a rarely read URL's readers)")      \
+    X(pset_image_cache, SIZE, "256m",                                                                        \
+      "RocksDB: memory for whole-set images of large packed sets (a popular URL's readers)")                 \
+    X(log_level, STR, "info", "debug, info, warn or error")                                                  \
+    X(counter_ttl, DURATION, "30d", "a counter connection expires this long after its last PUT")             \
+    X(counter_exact_limit, UINT, "10000", "distinct tokens counted exactly per object before the sketch")    \
+    X(story_content_max, SIZE, "256k", "largest story content accepted (bytes, before compression)")         \
+    X(fanout_threshold, UINT, "10000",                                                                       \
+      "actors and groups with more followers/members are merged at read time, not fanned out")               \
+    X(timeline_ttl, DURATION, "60d", "timeline entries expire this long after the activity's time")          \
+    X(timeline_max, UINT, "1000", "entries a home timeline keeps at most")                                   \
+    X(timeline_cache, SIZE, "256m",                                                                          \
+      "RocksDB: memory for home timelines' first pages, kept until what they show changes (0: none)")        \
+    X(fanout_workers, UINT, "2", "background threads that fan activities out to timelines")                  \
+    X(fanout_lease, DURATION, "30s",                                                                         \
+      "a fan-out job not finished this long after it was claimed is run again")                              \
+    X(fanout_queue, STR, "fanout",                                                                           \
+      "name of the fan-out job queue: processes naming the same one share its jobs")                         \
+    X(fanout_batch, UINT, "1000", "timeline entries a fan-out worker writes per store batch")                \
+    X(fanout_bulk, UINT, "1000000",                                                                          \
+      "RocksDB: timeline adds a fan-out worker gathers into one sorted table file (0: write page by page)")  \
+    X(fanout_throttle, DURATION, "0",                                                                        \
+      "pause between two batches of one fan-out job, to cap its share of the store")                         \
+    X(activity_data_max, SIZE, "64k", "largest activity data accepted (bytes of JSON)")                      \
     X(reading_ttl, DURATION, "30d", "a recorded read (social reading) counts this long after its time")
 
 typedef enum { HR_SET_STR, HR_SET_UINT, HR_SET_BOOL, HR_SET_DURATION, HR_SET_SIZE } hr_setting_type;

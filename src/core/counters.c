@@ -76,7 +76,10 @@ static void cache_put(hr_counters *c, hr_slice name, const hr_counter_settings *
     if (slot < 0) { /* an empty slot, else the stalest */
         slot = 0;
         for (int i = 0; i < SETTINGS_CACHE_SLOTS; i++) {
-            if (c->cache[i].name[0] == '\0') { slot = i; break; }
+            if (c->cache[i].name[0] == '\0') {
+                slot = i;
+                break;
+            }
             if (c->cache[i].fetched_ms < c->cache[slot].fetched_ms) slot = i;
         }
         memcpy(c->cache[slot].name, name.ptr, name.len);
@@ -141,8 +144,8 @@ static hr_distinct_params params_of(const hr_counter_settings *s) {
     return p;
 }
 
-int hr_counters_add(hr_counters *c, hr_slice counter, hr_slice object, hr_slice token,
-                    int64_t *count, hr_err *err) {
+int hr_counters_add(hr_counters *c, hr_slice counter, hr_slice object, hr_slice token, int64_t *count,
+                    hr_err *err) {
     if (token.len < 1 || token.len > HR_TOKEN_MAX)
         return hr_err_set(err, HR_EINVAL, "token must be 1..%d bytes (got %zu)", HR_TOKEN_MAX, token.len);
     hr_counter_settings s;
@@ -162,8 +165,10 @@ int hr_counters_add(hr_counters *c, hr_slice counter, hr_slice object, hr_slice 
     rc = hr_store_exec(c->store, b, 0, err);
     if (rc == HR_OK) {
         const hr_result *r = hr_batch_result(b, op);
-        if (r->rc == HR_OK) *count = r->num;
-        else rc = hr_err_set(err, r->rc, "counter key holds another type");
+        if (r->rc == HR_OK)
+            *count = r->num;
+        else
+            rc = hr_err_set(err, r->rc, "counter key holds another type");
     }
     hr_batch_free(b);
     hr_buf_free(&key);
@@ -187,8 +192,10 @@ int hr_counters_count_many(hr_counters *c, hr_slice counter, const hr_slice *obj
     rc = hr_store_exec(c->store, b, 0, err);
     for (size_t i = 0; rc == HR_OK && i < n; i++) {
         const hr_result *r = hr_batch_result(b, i);
-        if (r->rc != HR_OK) rc = hr_err_set(err, r->rc, "counter key holds another type");
-        else counts[i] = r->num;
+        if (r->rc != HR_OK)
+            rc = hr_err_set(err, r->rc, "counter key holds another type");
+        else
+            counts[i] = r->num;
     }
     hr_batch_free(b);
     hr_buf_free(&key);

@@ -34,8 +34,8 @@
 #include "common/slice.h"
 #include "store/store.h"
 
-#define HR_TOKEN_MAX 256          /* bytes */
-#define HR_COUNTS_MAX 1000        /* objects in one count_many */
+#define HR_TOKEN_MAX 256   /* bytes */
+#define HR_COUNTS_MAX 1000 /* objects in one count_many */
 #define HR_EXACT_LIMIT_MAX 1000000
 
 typedef struct hr_counter_settings {
@@ -54,11 +54,10 @@ void hr_counters_free(hr_counters *c);
  * is 1..HR_TOKEN_MAX bytes (checked here: HR_EINVAL). */
 
 /* Connect token to object; *count is the object's count after the add. */
-int hr_counters_add(hr_counters *c, hr_slice counter, hr_slice object, hr_slice token,
-                    int64_t *count, hr_err *err);
+int hr_counters_add(hr_counters *c, hr_slice counter, hr_slice object, hr_slice token, int64_t *count,
+                    hr_err *err);
 /* The object's count now (0 if unknown). */
-int hr_counters_count(hr_counters *c, hr_slice counter, hr_slice object, int64_t *count,
-                      hr_err *err);
+int hr_counters_count(hr_counters *c, hr_slice counter, hr_slice object, int64_t *count, hr_err *err);
 /* counts[i] = the count of objects[i], for n <= HR_COUNTS_MAX objects. */
 int hr_counters_count_many(hr_counters *c, hr_slice counter, const hr_slice *objects, size_t n,
                            int64_t *counts, hr_err *err);
@@ -68,7 +67,6 @@ int hr_counters_settings(hr_counters *c, hr_slice counter, hr_counter_settings *
 /* Replace the counter's settings (validated: HR_EINVAL naming the field).
  * They apply to later adds and counts; connections made before keep the
  * expiry they were given. */
-int hr_counters_configure(hr_counters *c, hr_slice counter, const hr_counter_settings *s,
-                          hr_err *err);
+int hr_counters_configure(hr_counters *c, hr_slice counter, const hr_counter_settings *s, hr_err *err);
 
 #endif

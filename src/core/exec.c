@@ -12,8 +12,8 @@ int hr_core_exec(hr_store *s, hr_batch *b, unsigned flags, const char *what, hr_
     return HR_OK;
 }
 
-int hr_core_write_last(hr_store *s, hr_batch *b, void (*last)(hr_batch *, void *), void *ctx, const char *what,
-                       hr_err *err) {
+int hr_core_write_last(hr_store *s, hr_batch *b, void (*last)(hr_batch *, void *), void *ctx,
+                       const char *what, hr_err *err) {
     if (hr_store_batches_atomic(s)) {
         last(b, ctx);
         return hr_core_exec(s, b, 0, what, err);

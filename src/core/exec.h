@@ -25,7 +25,7 @@ int hr_core_exec(hr_store *s, hr_batch *b, unsigned flags, const char *what, hr_
  * one, which the next attempt (the client's retry, the fan-out job) finds
  * and completes, so callers make b's writes idempotent. Either way b's
  * results are read from b afterwards, at the indexes its ops returned. */
-int hr_core_write_last(hr_store *s, hr_batch *b, void (*last)(hr_batch *, void *), void *ctx, const char *what,
-                       hr_err *err);
+int hr_core_write_last(hr_store *s, hr_batch *b, void (*last)(hr_batch *, void *), void *ctx,
+                       const char *what, hr_err *err);
 
 #endif

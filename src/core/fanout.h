@@ -45,11 +45,11 @@
 #include "core/feeds.h"
 
 typedef struct hr_fanout_options {
-    unsigned workers;     /* background threads (0: none; call hr_fanout_run) */
-    int64_t lease_ms;     /* a claimed job not acknowledged by then runs again */
-    size_t batch;         /* timeline entries per store batch (1..10000) */
-    int64_t throttle_ms;  /* pause between batches of one job (0: none) */
-    int64_t poll_ms;      /* how often idle workers look for jobs of other processes */
+    unsigned workers;    /* background threads (0: none; call hr_fanout_run) */
+    int64_t lease_ms;    /* a claimed job not acknowledged by then runs again */
+    size_t batch;        /* timeline entries per store batch (1..10000) */
+    int64_t throttle_ms; /* pause between batches of one job (0: none) */
+    int64_t poll_ms;     /* how often idle workers look for jobs of other processes */
     /* Timeline adds gathered across jobs into one bulk write (store.h,
      * hr_tlbulk) where the store's bulk writes pay and it caps timelines
      * itself (RocksDB); 0, or another store: each page is written as it is
@@ -74,8 +74,8 @@ void hr_fanout_stop(hr_fanout *fo);
  * how many ran to completion. With bulk adds (o->bulk), claim after claim
  * until o->bulk adds are gathered or a claim finds fewer than max_jobs, then
  * write them. For tests and `herald load`. */
-int hr_fanout_run(hr_feeds *f, const hr_fanout_options *o, const char *consumer, size_t max_jobs, size_t *done,
-                  hr_err *err);
+int hr_fanout_run(hr_feeds *f, const hr_fanout_options *o, const char *consumer, size_t max_jobs,
+                  size_t *done, hr_err *err);
 
 /* The queue's depth and the push time of its oldest job (0 if empty). */
 int hr_fanout_queue_info(hr_feeds *f, int64_t *depth, int64_t *oldest_ms, hr_err *err);

@@ -37,7 +37,7 @@ typedef struct hr_fmemo_entry {
     const hr_origin *origin; /* the store's set the ids point into */
     const hr_slice *ids;     /* the friends, newest first */
     size_t n;
-    hr_rplan_friends index;  /* over ids */
+    hr_rplan_friends index; /* over ids */
 } hr_fmemo_entry;
 
 hr_fmemo *hr_fmemo_new(hr_store *store, size_t slots, size_t budget);

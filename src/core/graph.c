@@ -59,8 +59,8 @@ static int check_id(hr_slice id, const char *what, hr_err *err) {
 static size_t relate(const hr_graph *g, hr_batch *b, hr_graph_set fwd, hr_slice a, hr_graph_set back,
                      hr_slice z, bool add, int64_t now_ms) {
     hr_buf k = HR_BUF_INIT;
-    size_t first = add ? hr_zadd(b, key_of(g, fwd, a, &k), (double)now_ms, z)
-                       : hr_zrem(b, key_of(g, fwd, a, &k), z);
+    size_t first =
+        add ? hr_zadd(b, key_of(g, fwd, a, &k), (double)now_ms, z) : hr_zrem(b, key_of(g, fwd, a, &k), z);
     if (add)
         hr_zadd(b, key_of(g, back, z, &k), (double)now_ms, a);
     else
@@ -69,8 +69,8 @@ static size_t relate(const hr_graph *g, hr_batch *b, hr_graph_set fwd, hr_slice 
     return first;
 }
 
-int hr_graph_follow(hr_graph *g, hr_batch *b, hr_slice uid, hr_slice target, int64_t now_ms,
-                    bool *was_new, hr_err *err) {
+int hr_graph_follow(hr_graph *g, hr_batch *b, hr_slice uid, hr_slice target, int64_t now_ms, bool *was_new,
+                    hr_err *err) {
     int rc = check_id(uid, "uid", err);
     if (rc == HR_OK) rc = check_id(target, "target", err);
     if (rc != HR_OK) return rc;
@@ -101,16 +101,19 @@ int hr_graph_follow_many(hr_graph *g, hr_slice uid, const hr_slice *targets, siz
     int rc = check_id(uid, "uid", err);
     for (size_t i = 0; rc == HR_OK && i < n; i++) {
         rc = check_id(targets[i], "target", err);
-        if (rc == HR_OK && hr_slice_eq(uid, targets[i])) rc = hr_err_set(err, HR_EINVAL, "a user cannot follow itself");
+        if (rc == HR_OK && hr_slice_eq(uid, targets[i]))
+            rc = hr_err_set(err, HR_EINVAL, "a user cannot follow itself");
     }
     if (rc != HR_OK) return rc;
     hr_batch *b = hr_batch_new();
-    for (size_t i = 0; i < n; i++) relate(g, b, HR_GRAPH_FOLLOWS, uid, HR_GRAPH_FOLLOWERS, targets[i], true, now_ms);
+    for (size_t i = 0; i < n; i++)
+        relate(g, b, HR_GRAPH_FOLLOWS, uid, HR_GRAPH_FOLLOWERS, targets[i], true, now_ms);
     rc = hr_core_exec(g->store, b, 0, "follow", err);
     hr_buf k = HR_BUF_INIT;
     if (rc == HR_OK) {
         hr_batch_reset(b);
-        for (size_t i = 0; i < n; i++) hr_zscore(b, key_of(g, HR_GRAPH_FOLLOWS, targets[i], &k), uid);
+        for (size_t i = 0; i < n; i++)
+            hr_zscore(b, key_of(g, HR_GRAPH_FOLLOWS, targets[i], &k), uid);
         rc = hr_core_exec(g->store, b, 0, "follow", err);
     }
     if (rc == HR_OK) {

@@ -63,8 +63,8 @@ void hr_graph_key(const hr_graph *g, hr_graph_set set, hr_slice id, hr_buf *k);
  * (and must not have been); the caller reads its ops' results afterwards and
  * frees b. *was_new (may be NULL) says whether uid did not follow target
  * before. HR_EINVAL for uid == target. */
-int hr_graph_follow(hr_graph *g, hr_batch *b, hr_slice uid, hr_slice target, int64_t now_ms,
-                    bool *was_new, hr_err *err);
+int hr_graph_follow(hr_graph *g, hr_batch *b, hr_slice uid, hr_slice target, int64_t now_ms, bool *was_new,
+                    hr_err *err);
 /* uid follows every one of targets[0..n) (n <= HR_ZRANGE_LIMIT_MAX; none
  * equal to uid): the bulk form of hr_graph_follow for loading a graph, with
  * no fan-out jobs. 3 round trips whatever n: both ends of every edge, then

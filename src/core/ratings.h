@@ -205,7 +205,7 @@
 #include "core/stories.h"
 #include "store/store.h"
 
-#define HR_TOP_RATED_SCAN 10000 /* a subject's most recent ratings top_rated ranks */
+#define HR_TOP_RATED_SCAN 10000  /* a subject's most recent ratings top_rated ranks */
 #define HR_RATINGS_ALL_SHARDS 16 /* shards of the all-ratings index */
 /* Ranking entries one unseen call reads at most. A bound on latency: a
  * candidate costs ~0.1 us in a ranking kept in memory with a seen set, up

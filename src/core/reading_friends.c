@@ -196,8 +196,8 @@ static void side_answer(qurl *q, const hr_batch *b, size_t n_friends, const hr_r
 /* One packed-set test per friend, of every URL of q[0..nq) on the FRIENDS
  * side, added to b; returns the first op (test f is op first + f), or
  * SIZE_MAX if no URL is on that side. */
-static size_t friends_tests_ops(hr_reading *r, qurl *q, size_t nq, const hr_slice *friends,
-                                size_t n_friends, hr_batch *b, hr_buf *k, hr_arena *a) {
+static size_t friends_tests_ops(hr_reading *r, qurl *q, size_t nq, const hr_slice *friends, size_t n_friends,
+                                hr_batch *b, hr_buf *k, hr_arena *a) {
     uint64_t *tested = hr_arena_alloc(a, nq * sizeof *tested);
     size_t n_tested = 0;
     for (size_t j = 0; j < nq; j++)
@@ -215,8 +215,8 @@ static size_t friends_tests_ops(hr_reading *r, qurl *q, size_t nq, const hr_slic
 }
 
 /* The hits of friends_tests_ops' tests (first: what it returned). */
-static void friends_tests_answer(qurl *q, size_t nq, const hr_batch *b, size_t first,
-                                 size_t n_friends, hr_arena *a) {
+static void friends_tests_answer(qurl *q, size_t nq, const hr_batch *b, size_t first, size_t n_friends,
+                                 hr_arena *a) {
     for (size_t f = 0; first != SIZE_MAX && f < n_friends; f++) {
         const hr_result *t = hr_batch_result(b, first + f);
         for (size_t j = 0; j < nq; j++)

@@ -142,7 +142,7 @@ static bool write_ops(hr_reading *r, hr_slice uid, const user_keys *u, pending *
             if (p[j].first) hr_zremrange_score(w, hr_rk_url(&k, r->ns, p[j].h, "/r"), -INFINITY, dead);
         }
     }
-    int64_t prev = -1;  /* the previous read of the current URL: stored, or earlier in this call */
+    int64_t prev = -1; /* the previous read of the current URL: stored, or earlier in this call */
     for (size_t j = 0; j < n; j++) {
         if (p[j].first) {
             const hr_result *res = hr_batch_result(b, p[j].prev_op);

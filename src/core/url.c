@@ -87,10 +87,17 @@ static bool is_unreserved(unsigned char c) {
  * caller, '#' ends the query, '\' is refused.) */
 static bool must_escape(unsigned char c) {
     switch (c) { /* a switch, not strchr: this runs on every byte of a path */
-    case '"': case '<': case '>': case '[': case ']': case '^': case '`': case '{': case '|': case '}':
-        return true;
-    default:
-        return c >= 0x80;
+    case '"':
+    case '<':
+    case '>':
+    case '[':
+    case ']':
+    case '^':
+    case '`':
+    case '{':
+    case '|':
+    case '}': return true;
+    default: return c >= 0x80;
     }
 }
 

@@ -31,8 +31,8 @@ typedef struct hr_http_server hr_http_server;
 
 /* Who is calling, as established from the Authorization header. */
 typedef struct hr_principal {
-    bool admin;                   /* the admin key, or a server without a secret */
-    char user[HR_IDENT_MAX + 1];  /* a user token's user ("" for admin) */
+    bool admin;                  /* the admin key, or a server without a secret */
+    char user[HR_IDENT_MAX + 1]; /* a user token's user ("" for admin) */
 } hr_principal;
 
 /* Who may call a route. Checked before the handler runs. */
@@ -46,8 +46,8 @@ typedef enum hr_access {
 typedef void (*hr_handler)(hr_request *req);
 
 typedef struct hr_route {
-    const char *method;     /* "GET", "PUT", "POST", "DELETE", "PATCH"; a GET
-                             * route also answers HEAD */
+    const char *method; /* "GET", "PUT", "POST", "DELETE", "PATCH"; a GET
+                         * route also answers HEAD */
     /* Literal segments and {name} parameters, e.g.
      * "/api/v1/counters/{counter}/{object}". Every parameter must be a valid
      * identifier (hr_ident_valid) or the request is answered 400 naming it.
@@ -64,19 +64,19 @@ typedef struct hr_route {
 typedef int (*hr_authenticate_fn)(void *ctx, hr_slice credential, hr_principal *out);
 
 typedef struct hr_http_config {
-    const char *host;             /* listen address, e.g. "127.0.0.1" or "0.0.0.0" */
-    uint16_t port;                /* 0: pick a free port (see hr_http_port) */
-    unsigned threads;             /* I/O threads; 0 means the number of cores */
-    size_t body_max;              /* default body limit; 0 means 1 MiB */
-    unsigned timeout_s;           /* idle / read timeout per connection; 0 means 30 */
-    unsigned max_connections;     /* 0 means 4096 */
-    const hr_route *routes;       /* borrowed; must outlive the server */
+    const char *host;         /* listen address, e.g. "127.0.0.1" or "0.0.0.0" */
+    uint16_t port;            /* 0: pick a free port (see hr_http_port) */
+    unsigned threads;         /* I/O threads; 0 means the number of cores */
+    size_t body_max;          /* default body limit; 0 means 1 MiB */
+    unsigned timeout_s;       /* idle / read timeout per connection; 0 means 30 */
+    unsigned max_connections; /* 0 means 4096 */
+    const hr_route *routes;   /* borrowed; must outlive the server */
     size_t n_routes;
-    void *app;                    /* handed to handlers by hr_req_app */
+    void *app; /* handed to handlers by hr_req_app */
     /* NULL: no secret, every caller acts as the admin. */
     hr_authenticate_fn authenticate;
     void *auth_ctx;
-    bool access_log;              /* one info line per request; off by default */
+    bool access_log; /* one info line per request; off by default */
 } hr_http_config;
 
 /* Validate the routing table, bind and start serving. On success *out is the
@@ -86,7 +86,6 @@ int hr_http_start(const hr_http_config *cfg, hr_http_server **out, hr_err *err);
 uint16_t hr_http_port(const hr_http_server *s);
 /* Stop accepting, finish requests in flight, free the server. NULL is a no-op. */
 void hr_http_stop(hr_http_server *s);
-
 
 /* ---- Reading a request (all pointers valid until the handler returns) ---- */
 

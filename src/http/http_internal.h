@@ -70,8 +70,7 @@ void router_free(hr_router *r);
  * slots (bit 1<<HM_*) the path does have — empty means "not found", non-empty
  * "method not allowed". Literal segments win over parameters; if a literal
  * branch leads nowhere the parameter branch is tried. */
-int router_match(const hr_router *r, int method, const hr_slice *segs, size_t n_segs,
-                 unsigned *allow);
+int router_match(const hr_router *r, int method, const hr_slice *segs, size_t n_segs, unsigned *allow);
 
 /* ---- Path decoding (ident.c) ---- */
 
@@ -113,8 +112,7 @@ void metrics_init(hr_metrics *m, size_t n_routes);
 void metrics_free(hr_metrics *m);
 /* Count one answered request: route index or -1 (unmatched, then `method`
  * picks the series), status, latency. Lock-free. */
-void metrics_observe(hr_metrics *m, int route, const char *method, unsigned status,
-                     uint64_t ns);
+void metrics_observe(hr_metrics *m, int route, const char *method, unsigned status, uint64_t ns);
 
 /* ---- The server and a request (server.c) ---- */
 
@@ -123,7 +121,7 @@ struct hr_http_server {
     struct MHD_Daemon **daemons; /* one per I/O thread */
     atomic_uint *open;           /* connections open per daemon (listener.h) */
     unsigned n_daemons;
-    hr_http_config cfg;     /* a copy; cfg.routes stays borrowed */
+    hr_http_config cfg; /* a copy; cfg.routes stays borrowed */
     hr_router router;
     hr_metrics metrics;
     uint16_t port;
@@ -148,7 +146,7 @@ struct hr_request {
     unsigned status; /* of the response queued, once RQ_ANSWERED */
 
     /* Routing. */
-    int route; /* index into srv->router.routes, or -1 */
+    int route;      /* index into srv->router.routes, or -1 */
     char *raw_path; /* the path as sent, split in place into segs */
     hr_slice segs[RT_SEGMENTS_MAX];
     int n_segs;
@@ -156,14 +154,14 @@ struct hr_request {
     /* A check failed before the handler: answer this once the body (which
      * is discarded) is in, so that the connection can be kept alive. */
     unsigned pend_status;
-    const char *pend_detail;          /* in the arena */
-    const char *pend_hdr, *pend_val;  /* one extra header (Allow, WWW-Authenticate) */
+    const char *pend_detail;         /* in the arena */
+    const char *pend_hdr, *pend_val; /* one extra header (Allow, WWW-Authenticate) */
 
     /* The body: arena memory, NUL-terminated (the NUL not counted). */
     char *body;
     size_t body_len, body_cap, body_max;
-    bool over_limit; /* more than body_max came: the rest is dropped */
-    size_t dropped;  /* bytes dropped past the limit */
+    bool over_limit;  /* more than body_max came: the rest is dropped */
+    size_t dropped;   /* bytes dropped past the limit */
     bool close_after; /* the response asks the client to close */
 
     hr_principal principal;
@@ -175,15 +173,14 @@ struct hr_request {
  * functions check it first, and a second answer is dropped. */
 bool server_answered(hr_request *req, unsigned status);
 /* A response over a buffer (libmicrohttpd's memory modes); never NULL. */
-struct MHD_Response *server_response(size_t len, const void *data,
-                                     enum MHD_ResponseMemoryMode mode);
+struct MHD_Response *server_response(size_t len, const void *data, enum MHD_ResponseMemoryMode mode);
 /* Queue a response: the one place every answer goes through (metrics, the
  * answered-twice check, Connection: close while stopping, 5xx and access
  * logging). Takes resp. */
 void server_respond(hr_request *req, unsigned status, struct MHD_Response *resp);
 /* A problem answer with an optional extra header; log_detail (may be NULL)
  * is what the log says for a 5xx instead of the client's detail. */
-void problem_send(hr_request *req, unsigned status, const char *detail, const char *hdr,
-                  const char *val, const char *log_detail);
+void problem_send(hr_request *req, unsigned status, const char *detail, const char *hdr, const char *val,
+                  const char *log_detail);
 
 #endif

@@ -28,8 +28,7 @@ static size_t unescape(char *s, size_t n) {
     size_t w = 0;
     for (size_t r = 0; r < n; r++) {
         int hi, lo;
-        if (s[r] == '%' && r + 2 < n && (hi = hexval(s[r + 1])) >= 0 &&
-            (lo = hexval(s[r + 2])) >= 0) {
+        if (s[r] == '%' && r + 2 < n && (hi = hexval(s[r + 1])) >= 0 && (lo = hexval(s[r + 2])) >= 0) {
             s[w++] = (char)(hi << 4 | lo);
             r += 2;
         } else {
@@ -46,7 +45,8 @@ int hr_path_split(char *path, hr_slice *segs, size_t max) {
     char *p = path + 1;
     for (;;) {
         char *end = p;
-        while (*end != '\0' && *end != '/') end++;
+        while (*end != '\0' && *end != '/')
+            end++;
         bool last = *end == '\0';
         if (n == max) return -1;
         size_t len = unescape(p, (size_t)(end - p));

@@ -24,9 +24,8 @@
 
 /* Bucket upper bounds: 100 µs .. 10 s. */
 static const uint64_t bucket_ns[MX_BUCKETS] = {
-    100000,    250000,    500000,     1000000,    2500000,    5000000,
-    10000000,  25000000,  50000000,   100000000,  250000000,  500000000,
-    1000000000, 2500000000, 5000000000, 10000000000,
+    100000,   250000,    500000,    1000000,   2500000,    5000000,    10000000,   25000000,
+    50000000, 100000000, 250000000, 500000000, 1000000000, 2500000000, 5000000000, 10000000000,
 };
 static const char *const bucket_le[MX_BUCKETS] = {
     "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025",
@@ -71,12 +70,11 @@ static unsigned unmatched_index(const char *method) {
     return strcmp(method, "HEAD") == 0 ? HM_COUNT : HM_COUNT + 1;
 }
 
-void metrics_observe(hr_metrics *m, int route, const char *method, unsigned status,
-                     uint64_t ns) {
-    mx_series *s =
-        route >= 0 ? &m->routes[route] : &m->unmatched[unmatched_index(method)];
+void metrics_observe(hr_metrics *m, int route, const char *method, unsigned status, uint64_t ns) {
+    mx_series *s = route >= 0 ? &m->routes[route] : &m->unmatched[unmatched_index(method)];
     unsigned b = 0;
-    while (b < MX_BUCKETS && ns > bucket_ns[b]) b++;
+    while (b < MX_BUCKETS && ns > bucket_ns[b])
+        b++;
     atomic_fetch_add_explicit(&s->status[status_slot(status)], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->bucket[b], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->sum_ns, ns, memory_order_relaxed);
@@ -102,8 +100,7 @@ static void labels(hr_buf *out, const char *route, const char *method) {
     hr_buf_append_byte(out, '"');
 }
 
-static void render_counts(hr_buf *out, const mx_series *s, const char *route,
-                          const char *method) {
+static void render_counts(hr_buf *out, const mx_series *s, const char *route, const char *method) {
     for (unsigned i = 0; i < MX_STATUS_SLOTS; i++) {
         uint64_t n = atomic_load_explicit(&s->status[i], memory_order_relaxed);
         if (n == 0) continue;
@@ -117,8 +114,7 @@ static void render_counts(hr_buf *out, const mx_series *s, const char *route,
     }
 }
 
-static void render_histogram(hr_buf *out, const mx_series *s, const char *route,
-                             const char *method) {
+static void render_histogram(hr_buf *out, const mx_series *s, const char *route, const char *method) {
     uint64_t counts[MX_BUCKETS + 1], total = 0;
     for (unsigned b = 0; b <= MX_BUCKETS; b++) {
         counts[b] = atomic_load_explicit(&s->bucket[b], memory_order_relaxed);
@@ -156,8 +152,7 @@ void hr_http_metrics_render(const hr_http_server *srv, hr_buf *out) {
                            "route pattern, method and status.\n"
                            "# TYPE herald_http_requests_total counter\n");
     for (size_t i = 0; i < m->n_routes; i++)
-        render_counts(out, &m->routes[i], r->routes[i].def->pattern,
-                      hr_method_names[r->routes[i].method]);
+        render_counts(out, &m->routes[i], r->routes[i].def->pattern, hr_method_names[r->routes[i].method]);
     for (unsigned i = 0; i < MX_UNMATCHED; i++)
         render_counts(out, &m->unmatched[i], "unmatched", unmatched_method(i));
 
@@ -165,8 +160,7 @@ void hr_http_metrics_render(const hr_http_server *srv, hr_buf *out) {
                            "line to the answer being queued.\n"
                            "# TYPE herald_http_request_duration_seconds histogram\n");
     for (size_t i = 0; i < m->n_routes; i++)
-        render_histogram(out, &m->routes[i], r->routes[i].def->pattern,
-                         hr_method_names[r->routes[i].method]);
+        render_histogram(out, &m->routes[i], r->routes[i].def->pattern, hr_method_names[r->routes[i].method]);
     for (unsigned i = 0; i < MX_UNMATCHED; i++)
         render_histogram(out, &m->unmatched[i], "unmatched", unmatched_method(i));
 }

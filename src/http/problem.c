@@ -69,12 +69,11 @@ static char *problem_body(unsigned status, const char *detail) {
     return s;
 }
 
-void problem_send(hr_request *req, unsigned status, const char *detail, const char *hdr,
-                  const char *val, const char *log_detail) {
+void problem_send(hr_request *req, unsigned status, const char *detail, const char *hdr, const char *val,
+                  const char *log_detail) {
     if (server_answered(req, status)) return;
     if (status >= 500)
-        hr_error("http: %u %s %s: %s", status, req->method, req->path,
-                 log_detail ? log_detail : detail);
+        hr_error("http: %u %s %s: %s", status, req->method, req->path, log_detail ? log_detail : detail);
     char *body = problem_body(status, detail);
     struct MHD_Response *resp = body ? server_response(strlen(body), body, MHD_RESPMEM_MUST_FREE)
                                      : server_response(0, "", MHD_RESPMEM_PERSISTENT);
@@ -99,8 +98,7 @@ void hr_reply_error(hr_request *req, int code, const hr_err *err) {
     if (code == HR_EIO || code == HR_EINTERNAL || status == 500) {
         char log[400];
         snprintf(log, sizeof log, "%s: %s", hr_errname(code), msg);
-        problem_send(req, status, hr_strerror(code == HR_EIO ? HR_EIO : HR_EINTERNAL), NULL,
-                     NULL, log);
+        problem_send(req, status, hr_strerror(code == HR_EIO ? HR_EIO : HR_EINTERNAL), NULL, NULL, log);
         return;
     }
     problem_send(req, status, msg, NULL, NULL, NULL);

@@ -28,7 +28,7 @@
 #include "http/http_internal.h"
 
 typedef struct rt_child {
-    hr_slice seg;  /* borrowed from the route's pattern */
+    hr_slice seg; /* borrowed from the route's pattern */
     uint32_t node;
 } rt_child;
 
@@ -62,7 +62,8 @@ static uint32_t node_new(hr_router *r) {
     rt_node *nd = &r->nodes[r->n_nodes];
     memset(nd, 0, sizeof *nd);
     nd->param = -1;
-    for (int m = 0; m < HM_COUNT; m++) nd->route[m] = -1;
+    for (int m = 0; m < HM_COUNT; m++)
+        nd->route[m] = -1;
     return (uint32_t)r->n_nodes++;
 }
 
@@ -87,8 +88,7 @@ static uint32_t param_child(hr_router *r, uint32_t ni) {
 }
 
 static bool name_byte(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
 /* Compile route i into the trie. Fills *out; returns 0 or HR_EINVAL with err
@@ -104,8 +104,7 @@ static int add_route(hr_router *r, size_t i, const hr_route *def, rt_route *out,
     out->self_param = -1;
     out->method = def->method ? hr_method_index(def->method) : -1;
     if (out->method < 0)
-        return hr_err_set(err, HR_EINVAL, "%s: unknown method (GET, PUT, POST, DELETE, PATCH)",
-                          where);
+        return hr_err_set(err, HR_EINVAL, "%s: unknown method (GET, PUT, POST, DELETE, PATCH)", where);
     if (def->handler == NULL) return hr_err_set(err, HR_EINVAL, "%s: no handler", where);
     if (def->access < HR_ACCESS_PUBLIC || def->access > HR_ACCESS_ADMIN)
         return hr_err_set(err, HR_EINVAL, "%s: unknown access %d", where, (int)def->access);
@@ -121,25 +120,21 @@ static int add_route(hr_router *r, size_t i, const hr_route *def, rt_route *out,
         size_t len = (size_t)(end - p);
         if (len == 0) return hr_err_set(err, HR_EINVAL, "%s: empty segment", where);
         if (seg == RT_SEGMENTS_MAX)
-            return hr_err_set(err, HR_EINVAL, "%s: more than %d segments", where,
-                              RT_SEGMENTS_MAX);
+            return hr_err_set(err, HR_EINVAL, "%s: more than %d segments", where, RT_SEGMENTS_MAX);
         if (p[0] == '{') {
             if (len < 3 || p[len - 1] != '}')
-                return hr_err_set(err, HR_EINVAL, "%s: a parameter is a whole segment {name}",
-                                  where);
+                return hr_err_set(err, HR_EINVAL, "%s: a parameter is a whole segment {name}", where);
             for (size_t k = 1; k + 1 < len; k++)
                 if (!name_byte(p[k]))
-                    return hr_err_set(err, HR_EINVAL,
-                                      "%s: parameter names are [A-Za-z0-9_]", where);
+                    return hr_err_set(err, HR_EINVAL, "%s: parameter names are [A-Za-z0-9_]", where);
             if (out->n_params == RT_PARAMS_MAX)
-                return hr_err_set(err, HR_EINVAL, "%s: more than %d parameters", where,
-                                  RT_PARAMS_MAX);
+                return hr_err_set(err, HR_EINVAL, "%s: more than %d parameters", where, RT_PARAMS_MAX);
             char *name = hr_xstrndup(p + 1, len - 2);
             for (unsigned k = 0; k < out->n_params; k++)
                 if (strcmp(out->param_name[k], name) == 0) {
                     free(name);
-                    return hr_err_set(err, HR_EINVAL, "%s: parameter {%s} appears twice",
-                                      where, out->param_name[k]);
+                    return hr_err_set(err, HR_EINVAL, "%s: parameter {%s} appears twice", where,
+                                      out->param_name[k]);
                 }
             out->param_name[out->n_params] = name;
             out->param_seg[out->n_params++] = seg;
@@ -151,22 +146,23 @@ static int add_route(hr_router *r, size_t i, const hr_route *def, rt_route *out,
         }
         seg++;
         p = *end ? end + 1 : end;
-        if (*end == '/' && *p == '\0')
-            return hr_err_set(err, HR_EINVAL, "%s: trailing '/'", where);
+        if (*end == '/' && *p == '\0') return hr_err_set(err, HR_EINVAL, "%s: trailing '/'", where);
     }
 
     if (def->access == HR_ACCESS_SELF) {
         for (unsigned k = 0; k < out->n_params && def->self_param; k++)
             if (strcmp(out->param_name[k], def->self_param) == 0) out->self_param = (int)k;
         if (out->self_param < 0)
-            return hr_err_set(err, HR_EINVAL, "%s: SELF access needs self_param naming a "
-                                              "parameter of the pattern", where);
+            return hr_err_set(err, HR_EINVAL,
+                              "%s: SELF access needs self_param naming a "
+                              "parameter of the pattern",
+                              where);
     }
 
     int32_t *slot = &r->nodes[ni].route[out->method];
     if (*slot >= 0)
-        return hr_err_set(err, HR_EINVAL, "%s: same method and path shape as route %d (%s)",
-                          where, (int)*slot, r->routes[*slot].def->pattern);
+        return hr_err_set(err, HR_EINVAL, "%s: same method and path shape as route %d (%s)", where,
+                          (int)*slot, r->routes[*slot].def->pattern);
     *slot = (int32_t)i;
     return 0;
 }
@@ -188,10 +184,12 @@ int router_build(hr_router *r, const hr_route *routes, size_t n, hr_err *err) {
 }
 
 void router_free(hr_router *r) {
-    for (size_t i = 0; i < r->n_nodes; i++) free(r->nodes[i].lits);
+    for (size_t i = 0; i < r->n_nodes; i++)
+        free(r->nodes[i].lits);
     free(r->nodes);
     for (size_t i = 0; i < r->n_routes; i++)
-        for (unsigned k = 0; k < r->routes[i].n_params; k++) free(r->routes[i].param_name[k]);
+        for (unsigned k = 0; k < r->routes[i].n_params; k++)
+            free(r->routes[i].param_name[k]);
     free(r->routes);
     memset(r, 0, sizeof *r);
 }
@@ -215,8 +213,7 @@ static int walk(const hr_router *r, uint32_t ni, int method, const hr_slice *seg
     return -1;
 }
 
-int router_match(const hr_router *r, int method, const hr_slice *segs, size_t n_segs,
-                 unsigned *allow) {
+int router_match(const hr_router *r, int method, const hr_slice *segs, size_t n_segs, unsigned *allow) {
     *allow = 0;
     if (r->n_nodes == 0) return -1;
     return walk(r, 0, method, segs, n_segs, allow);

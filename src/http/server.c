@@ -75,7 +75,7 @@ enum {
      * halving from 64 KiB served more requests a second. 16 KiB still takes
      * ~16 KB of headers (nginx's default is 8 KB). */
     CONNECTION_MEMORY = 16 * 1024,
-    STOP_WAIT_MS = 5000, /* hr_http_stop waits this long for requests in flight */
+    STOP_WAIT_MS = 5000,   /* hr_http_stop waits this long for requests in flight */
     DISCARD_MAX = 1 << 20, /* body bytes dropped past the limit before disconnecting */
 };
 
@@ -94,8 +94,7 @@ void server_respond(hr_request *req, unsigned status, struct MHD_Response *resp)
     req->state = RQ_ANSWERED;
     req->status = status;
     if (MHD_queue_response(req->conn, status, resp) != MHD_YES)
-        hr_error("http: %s %s: libmicrohttpd refused the %u response", req->method, req->path,
-                 status);
+        hr_error("http: %s %s: libmicrohttpd refused the %u response", req->method, req->path, status);
     MHD_destroy_response(resp); /* libmicrohttpd holds its own reference until sent */
 
     uint64_t ns = hr_mono_ns() - req->start_ns;
@@ -106,13 +105,12 @@ void server_respond(hr_request *req, unsigned status, struct MHD_Response *resp)
 
 bool server_answered(hr_request *req, unsigned status) {
     if (req->state != RQ_ANSWERED) return false;
-    hr_error("http: bug: %s %s answered twice (%u, then %u); the second answer is ignored",
-             req->method, req->path, req->status, status);
+    hr_error("http: bug: %s %s answered twice (%u, then %u); the second answer is ignored", req->method,
+             req->path, req->status, status);
     return true;
 }
 
-struct MHD_Response *server_response(size_t len, const void *data,
-                                     enum MHD_ResponseMemoryMode mode) {
+struct MHD_Response *server_response(size_t len, const void *data, enum MHD_ResponseMemoryMode mode) {
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, (void *)data, mode);
     if (resp == NULL) { /* only malloc fails here: abort, as hr_xmalloc does */
         hr_error("http: out of memory creating a response of %zu bytes", len);
@@ -123,8 +121,7 @@ struct MHD_Response *server_response(size_t len, const void *data,
 
 void hr_reply_text(hr_request *req, unsigned status, hr_slice body) {
     if (server_answered(req, status)) return;
-    struct MHD_Response *resp =
-        server_response(body.len, body.len ? body.ptr : "", MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *resp = server_response(body.len, body.len ? body.ptr : "", MHD_RESPMEM_MUST_COPY);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
     server_respond(req, status, resp);
 }
@@ -166,10 +163,9 @@ void hr_reply_json_text(hr_request *req, unsigned status, hr_buf *text) {
 
 /* Remember a failed check, to be answered when the body is in. The first
  * failure wins: later checks do not run once one has failed. */
-static void pend(hr_request *req, unsigned status, const char *hdr, const char *val,
-                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static void pend(hr_request *req, unsigned status, const char *hdr, const char *val,
-                 const char *fmt, ...) {
+static void pend(hr_request *req, unsigned status, const char *hdr, const char *val, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void pend(hr_request *req, unsigned status, const char *hdr, const char *val, const char *fmt, ...) {
     char detail[512];
     va_list ap;
     va_start(ap, fmt);
@@ -195,12 +191,11 @@ static void check_unmatched(hr_request *req, unsigned allow) {
     size_t n = 0;
     for (int m = 0; m < HM_COUNT; m++) {
         if (!(allow & (1u << m))) continue;
-        n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "",
-                              hr_method_names[m]);
+        n += (size_t)snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", hr_method_names[m]);
         if (m == HM_GET) n += (size_t)snprintf(list + n, sizeof list - n, ", HEAD");
     }
-    pend(req, 405, MHD_HTTP_HEADER_ALLOW, list, "%.20s is not allowed on %.200s (allowed: %s)",
-         req->method, req->path, list);
+    pend(req, 405, MHD_HTTP_HEADER_ALLOW, list, "%.20s is not allowed on %.200s (allowed: %s)", req->method,
+         req->path, list);
 }
 
 static bool check_params(hr_request *req, const rt_route *rt) {
@@ -217,12 +212,15 @@ static bool check_params(hr_request *req, const rt_route *rt) {
  * is no header, -2 if it is not a Bearer credential. */
 static int bearer(const char *h, hr_slice *cred) {
     if (h == NULL) return -1;
-    while (*h == ' ' || *h == '\t') h++;
+    while (*h == ' ' || *h == '\t')
+        h++;
     if (strncasecmp(h, "Bearer", 6) != 0 || (h[6] != ' ' && h[6] != '\t')) return -2;
     h += 6;
-    while (*h == ' ' || *h == '\t') h++;
+    while (*h == ' ' || *h == '\t')
+        h++;
     size_t n = strlen(h);
-    while (n > 0 && (h[n - 1] == ' ' || h[n - 1] == '\t')) n--;
+    while (n > 0 && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+        n--;
     if (n == 0) return -2;
     *cred = hr_slice_of(h, n);
     return 0;
@@ -238,9 +236,8 @@ static void check_access(hr_request *req, const rt_route *rt) {
         return;
     }
     hr_slice cred;
-    int found = bearer(MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
-                                                   MHD_HTTP_HEADER_AUTHORIZATION),
-                       &cred);
+    int found =
+        bearer(MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), &cred);
     int rc = HR_EUNAUTH;
     if (found == 0) {
         rc = cfg->authenticate(cfg->auth_ctx, cred, &req->principal);
@@ -267,15 +264,14 @@ static void check_access(hr_request *req, const rt_route *rt) {
     const hr_principal *p = &req->principal;
     if (p->admin || access == HR_ACCESS_ANY) return;
     if (access == HR_ACCESS_ADMIN) {
-        pend(req, 403, NULL, NULL, "this call needs the admin key; the token is for user %s",
-             p->user);
+        pend(req, 403, NULL, NULL, "this call needs the admin key; the token is for user %s", p->user);
         return;
     }
     /* HR_ACCESS_SELF */
     hr_slice self = req->segs[rt->param_seg[rt->self_param]];
     if (!hr_slice_eq(hr_slice_str(p->user), self))
-        pend(req, 403, NULL, NULL, "token for user %s may not act as user %.*s", p->user,
-             (int)self.len, self.ptr);
+        pend(req, 403, NULL, NULL, "token for user %s may not act as user %.*s", p->user, (int)self.len,
+             self.ptr);
 }
 
 /* A body over the limit: the first failed check if there was one, else 413.
@@ -322,8 +318,7 @@ static void check(hr_request *req) {
         check_access(req, rt);
 
     uint64_t declared;
-    if (parse_length(MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_LENGTH),
+    if (parse_length(MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH),
                      &declared)) {
         if (declared > req->body_max) {
             /* Answer now, before the client uploads it; libmicrohttpd
@@ -400,8 +395,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn) {
     req->path = "?";
     /* uri is the request target as sent, query included. */
     size_t n = strcspn(uri, "?#");
-    req->raw_path = n < sizeof req->path_inline ? req->path_inline
-                                                : hr_arena_alloc(&req->arena, n + 1);
+    req->raw_path = n < sizeof req->path_inline ? req->path_inline : hr_arena_alloc(&req->arena, n + 1);
     memcpy(req->raw_path, uri, n);
     req->raw_path[n] = '\0';
     return req;
@@ -419,9 +413,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     atomic_fetch_sub_explicit(&srv->in_flight, 1, memory_order_release);
 }
 
-static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
-                                 const char *method, const char *version,
-                                 const char *upload_data, size_t *upload_data_size,
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                 const char *version, const char *upload_data, size_t *upload_data_size,
                                  void **con_cls) {
     hr_request *req = *con_cls;
     if (req == NULL) return MHD_NO; /* cannot happen (on_uri runs first); drop the connection */
@@ -451,7 +444,8 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
     char line[512];
     vsnprintf(line, sizeof line, fmt, ap);
     size_t n = strlen(line);
-    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+        line[--n] = '\0';
     hr_warn("http: libmicrohttpd: %s", line);
 }
 
@@ -459,8 +453,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
 
 /* cfg->host (an IPv4 or IPv6 literal, "[::1]", or a name) and port as a
  * socket address. */
-static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss, bool *v6,
-                   hr_err *err) {
+static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss, bool *v6, hr_err *err) {
     char name[256];
     if (host == NULL || host[0] == '\0') host = "127.0.0.1";
     size_t n = strlen(host);
@@ -472,13 +465,11 @@ static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss,
     memcpy(name, host, n);
     name[n] = '\0';
 
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE};
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
     struct addrinfo *res = NULL;
     int rc = getaddrinfo(name, NULL, &hints, &res);
     if (rc != 0 || res == NULL)
-        return hr_err_set(err, HR_EINVAL, "cannot resolve listen host %s: %s", name,
-                          gai_strerror(rc));
+        return hr_err_set(err, HR_EINVAL, "cannot resolve listen host %s: %s", name, gai_strerror(rc));
     memset(ss, 0, sizeof *ss);
     memcpy(ss, res->ai_addr, res->ai_addrlen);
     *v6 = res->ai_family == AF_INET6;
@@ -494,7 +485,8 @@ static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss,
  * the listener raised when it handed the connection over. */
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe) {
-    if (toe == MHD_CONNECTION_NOTIFY_CLOSED) atomic_fetch_sub_explicit((atomic_uint *)cls, 1, memory_order_relaxed);
+    if (toe == MHD_CONNECTION_NOTIFY_CLOSED)
+        atomic_fetch_sub_explicit((atomic_uint *)cls, 1, memory_order_relaxed);
 }
 
 static void stop_daemons(hr_http_server *srv) {
@@ -530,8 +522,9 @@ int hr_http_start(const hr_http_config *cfg, hr_http_server **out, hr_err *err) 
     if (rc != 0) goto fail;
     char where[300];
     snprintf(where, sizeof where, "%s:%u", cfg->host ? cfg->host : "127.0.0.1", (unsigned)cfg->port);
-    rc = hr_listener_open((struct sockaddr *)&addr, v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in),
-                          where, &srv->listener, &srv->port, err);
+    rc = hr_listener_open((struct sockaddr *)&addr,
+                          v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in), where,
+                          &srv->listener, &srv->port, err);
     if (rc != 0) goto fail;
 
     /* One daemon per I/O thread, none listening: the listener hands each
@@ -548,14 +541,10 @@ int hr_http_start(const hr_http_config *cfg, hr_http_server **out, hr_err *err) 
         srv->daemons[i] = MHD_start_daemon(
             flags, 0, NULL, NULL, on_access, srv,
             /* the logger first, so that start-up errors reach it */
-            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv,
-            MHD_OPTION_CONNECTION_LIMIT, limit,
-            MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.timeout_s,
-            MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
-            MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv,
-            MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-            MHD_OPTION_NOTIFY_CONNECTION, on_connection, &srv->open[i],
-            MHD_OPTION_END);
+            MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, srv, MHD_OPTION_CONNECTION_LIMIT, limit,
+            MHD_OPTION_CONNECTION_TIMEOUT, srv->cfg.timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+            (size_t)CONNECTION_MEMORY, MHD_OPTION_URI_LOG_CALLBACK, on_uri, srv, MHD_OPTION_NOTIFY_COMPLETED,
+            on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection, &srv->open[i], MHD_OPTION_END);
         if (srv->daemons[i] == NULL) {
             rc = hr_err_set(err, HR_EIO, "cannot start HTTP I/O thread %u (see the log above)", i);
             goto fail;
@@ -575,7 +564,9 @@ fail:
     return rc;
 }
 
-uint16_t hr_http_port(const hr_http_server *srv) { return srv ? srv->port : 0; }
+uint16_t hr_http_port(const hr_http_server *srv) {
+    return srv ? srv->port : 0;
+}
 
 void hr_http_stop(hr_http_server *srv) {
     if (srv == NULL) return;
@@ -597,8 +588,12 @@ void hr_http_stop(hr_http_server *srv) {
 
 /* ---- Reading a request ---- */
 
-const char *hr_req_method(const hr_request *req) { return req->method; }
-const char *hr_req_path(const hr_request *req) { return req->path; }
+const char *hr_req_method(const hr_request *req) {
+    return req->method;
+}
+const char *hr_req_path(const hr_request *req) {
+    return req->path;
+}
 
 hr_slice hr_req_param(const hr_request *req, const char *name) {
     if (req->route < 0) return hr_slice_of("", 0);
@@ -611,8 +606,8 @@ hr_slice hr_req_param(const hr_request *req, const char *name) {
 const char *hr_req_query(const hr_request *req, const char *name) {
     const char *v = NULL;
     size_t n = 0;
-    if (MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, name, strlen(name), &v,
-                                      &n) != MHD_YES)
+    if (MHD_lookup_connection_value_n(req->conn, MHD_GET_ARGUMENT_KIND, name, strlen(name), &v, &n) !=
+        MHD_YES)
         return NULL;
     return v ? v : ""; /* "?flag" has no value: present, empty */
 }
@@ -625,7 +620,15 @@ hr_slice hr_req_body(const hr_request *req) {
     return req->body ? hr_slice_of(req->body, req->body_len) : hr_slice_of("", 0);
 }
 
-const hr_principal *hr_req_principal(const hr_request *req) { return &req->principal; }
-hr_arena *hr_req_arena(hr_request *req) { return &req->arena; }
-void *hr_req_app(const hr_request *req) { return req->srv->cfg.app; }
-hr_http_server *hr_req_server(const hr_request *req) { return req->srv; }
+const hr_principal *hr_req_principal(const hr_request *req) {
+    return &req->principal;
+}
+hr_arena *hr_req_arena(hr_request *req) {
+    return &req->arena;
+}
+void *hr_req_app(const hr_request *req) {
+    return req->srv->cfg.app;
+}
+hr_http_server *hr_req_server(const hr_request *req) {
+    return req->srv;
+}

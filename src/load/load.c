@@ -35,8 +35,10 @@ static void zipf_init(zipf *z, uint64_t n, double s) {
     z->n = n;
     z->cum = hr_xcalloc(n, sizeof *z->cum);
     double total = 0;
-    for (uint64_t i = 0; i < n; i++) z->cum[i] = total += pow((double)(i + 1), -s);
-    for (uint64_t i = 0; i < n; i++) z->cum[i] /= total;
+    for (uint64_t i = 0; i < n; i++)
+        z->cum[i] = total += pow((double)(i + 1), -s);
+    for (uint64_t i = 0; i < n; i++)
+        z->cum[i] /= total;
 }
 
 static uint64_t zipf_draw(const zipf *z, uint64_t *rng) {
@@ -44,8 +46,10 @@ static uint64_t zipf_draw(const zipf *z, uint64_t *rng) {
     uint64_t lo = 0, hi = z->n - 1;
     while (lo < hi) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (z->cum[mid] < u) lo = mid + 1;
-        else hi = mid;
+        if (z->cum[mid] < u)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -119,10 +123,12 @@ static void load_user(shared *sh, uint64_t u, uint64_t *rng, hr_arena *a) {
     hr_slice *targets = hr_arena_alloc(a, d * sizeof *targets);
     size_t n = 0;
     for (uint64_t tries = 0; n < d && tries < d * 4; tries++) {
-        uint64_t t = next_unit(rng) < o->popular ? zipf_draw(&sh->users_by_pop, rng) : next_u64(rng) % o->users;
+        uint64_t t =
+            next_unit(rng) < o->popular ? zipf_draw(&sh->users_by_pop, rng) : next_u64(rng) % o->users;
         if (t == u) continue;
         bool dup = false;
-        for (size_t i = 0; i < n && !dup; i++) dup = picked[i] == t;
+        for (size_t i = 0; i < n && !dup; i++)
+            dup = picked[i] == t;
         if (dup) continue;
         picked[n] = t;
         char name[32];
@@ -134,8 +140,8 @@ static void load_user(shared *sh, uint64_t u, uint64_t *rng, hr_arena *a) {
     hr_err err = {0};
     for (size_t off = 0; off < n; off += HR_ZRANGE_LIMIT_MAX) {
         size_t chunk = n - off < HR_ZRANGE_LIMIT_MAX ? n - off : HR_ZRANGE_LIMIT_MAX;
-        if (hr_graph_follow_many(sh->graph, hr_slice_of(me, (size_t)len), targets + off, chunk, sh->now - 90 * DAY_MS,
-                                 &err) != HR_OK)
+        if (hr_graph_follow_many(sh->graph, hr_slice_of(me, (size_t)len), targets + off, chunk,
+                                 sh->now - 90 * DAY_MS, &err) != HR_OK)
             return fail(sh, &err);
     }
     atomic_fetch_add(&sh->follows, n);
@@ -176,8 +182,11 @@ static void plan_posts(shared *sh) {
         if (rng == 0) rng = 1;
         uint64_t k = (uint64_t)mean + (next_unit(&rng) <= mean - floor(mean) ? 1 : 0);
         for (uint64_t i = 0; i < k && n < cap; i++)
-            posts[n++] = (planned_post){.time_ms = sh->now - (int64_t)(next_u64(&rng) % (uint64_t)(60 * DAY_MS)),
-                                        .user = u, .nth = i, .seed = next_u64(&rng) | 1};
+            posts[n++] =
+                (planned_post){.time_ms = sh->now - (int64_t)(next_u64(&rng) % (uint64_t)(60 * DAY_MS)),
+                               .user = u,
+                               .nth = i,
+                               .seed = next_u64(&rng) | 1};
     }
     qsort(posts, n, sizeof *posts, post_order);
     sh->posts = posts;
@@ -193,7 +202,8 @@ static void post_one(shared *sh, uint64_t index, uint64_t *unused, hr_arena *a) 
     hr_slice *groups = NULL;
     size_t n_groups = 0;
     hr_err err = {0};
-    if (hr_graph_all(sh->graph, HR_GRAPH_GROUPS, hr_slice_of(me, (size_t)len), 10, a, &groups, &n_groups, &err) != HR_OK)
+    if (hr_graph_all(sh->graph, HR_GRAPH_GROUPS, hr_slice_of(me, (size_t)len), 10, a, &groups, &n_groups,
+                     &err) != HR_OK)
         return fail(sh, &err);
     char object[48], target[48], data[64];
     snprintf(object, sizeof object, "object:%llu", (unsigned long long)(next_u64(&rng) % 1000000));
@@ -258,7 +268,8 @@ static void *drain_worker(void *p) {
     return NULL;
 }
 
-static double run_phase(shared *sh, const char *name, uint64_t total, void *(*fn)(void *), per_user_fn per_user) {
+static double run_phase(shared *sh, const char *name, uint64_t total, void *(*fn)(void *),
+                        per_user_fn per_user) {
     sh->phase = name;
     sh->phase_total = total;
     atomic_store(&sh->next, 0);
@@ -271,7 +282,8 @@ static double run_phase(shared *sh, const char *name, uint64_t total, void *(*fn
         args[i] = (worker_arg){sh, per_user, i};
         pthread_create(&t[i], NULL, fn, &args[i]);
     }
-    for (unsigned i = 0; i < n; i++) pthread_join(t[i], NULL);
+    for (unsigned i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
     double secs = (double)(hr_mono_ns() - t0) / 1e9;
     progress(sh, true);
     free(t);
@@ -333,7 +345,8 @@ int hr_load_run(hr_store *store, hr_graph *graph, hr_feeds *feeds, const hr_fano
     stats->activities = atomic_load(&sh->activities);
     stats->fanout_entries = hr_fanout_entries_total() - before;
     int64_t big = 0;
-    if (!atomic_load(&sh->failed) && hr_feeds_big_count(feeds, &big, err) == HR_OK) stats->big_accounts = (uint64_t)big;
+    if (!atomic_load(&sh->failed) && hr_feeds_big_count(feeds, &big, err) == HR_OK)
+        stats->big_accounts = (uint64_t)big;
     int rc = HR_OK;
     if (atomic_load(&sh->failed)) {
         *err = sh->err;

@@ -28,27 +28,27 @@
 #include "core/graph.h"
 
 typedef struct hr_load_options {
-    uint64_t users;         /* >= 2 */
-    double follows_mean;    /* 450 */
-    uint64_t follows_max;   /* 5000 */
-    double popular;         /* share of follows drawn by popularity (0.1) */
-    double activities;      /* per user, on average (1) */
-    unsigned threads;       /* >= 1 */
+    uint64_t users;       /* >= 2 */
+    double follows_mean;  /* 450 */
+    uint64_t follows_max; /* 5000 */
+    double popular;       /* share of follows drawn by popularity (0.1) */
+    double activities;    /* per user, on average (1) */
+    unsigned threads;     /* >= 1 */
     uint64_t seed;
-    bool progress;          /* draw a progress bar on `out` (a terminal) */
+    bool progress; /* draw a progress bar on `out` (a terminal) */
     /* Benchmarks that fan one dataset out several ways: no_fanout builds
      * it and leaves its fan-out jobs queued (copy the store then);
      * fanout_only builds nothing and drains the jobs a store holds. */
     bool no_fanout, fanout_only;
-    FILE *out;              /* progress and the summary */
+    FILE *out; /* progress and the summary */
 } hr_load_options;
 
 typedef struct hr_load_stats {
     uint64_t users, follows, groups, memberships, activities;
-    uint64_t big_accounts;       /* actors past fanout_threshold */
-    uint64_t fanout_entries;     /* timeline entries written by the drain */
+    uint64_t big_accounts;   /* actors past fanout_threshold */
+    uint64_t fanout_entries; /* timeline entries written by the drain */
     double graph_s, activities_s, fanout_s;
-    double settle_s;             /* waited for the graph's compactions before the fan-out */
+    double settle_s; /* waited for the graph's compactions before the fan-out */
 } hr_load_stats;
 
 /* Wait, up to an hour, for the store's flushes and compactions (RocksDB;

@@ -17,8 +17,8 @@
 #include "store/store.h"
 
 typedef struct hr_store_backend {
-    const char *kind;            /* "rocksdb", "redis" */
-    const char *uri_prefix;      /* "rocksdb:", "redis://" */
+    const char *kind;       /* "rocksdb", "redis" */
+    const char *uri_prefix; /* "rocksdb:", "redis://" */
     /* uri is the whole URI, prefix included. */
     int (*open)(const char *uri, const hr_store_options *opts, hr_store **out, hr_err *err);
     void (*close)(hr_store *s);
@@ -96,27 +96,27 @@ extern const hr_store_backend hr_redis_backend;
 typedef struct hr_op {
     hr_op_type type;
     hr_slice key;
-    hr_slice member;        /* ZADD ZREM ZSCORE DADD TLADD TLREM; QCLAIM consumer; QACK id */
-    hr_slice value;         /* PUT; QPUSH payload */
-    int64_t expire_at_ms;   /* PUT EXPIRE PSET_ADD TLADD */
-    int64_t time_ms;        /* TLADD TLREM: the entry's time; TLTRIM: older_than_ms */
-    int64_t delta;          /* INCR */
-    double score;           /* ZADD; ZINCR: the delta */
-    bool time_set;          /* ZADD by hr_zadd_time: a set of times (store.h) */
-    double min, max;        /* ZREMRANGE_SCORE; ZINCR_WITH: also_score, when_score (also_key: value) */
-    hr_slice note_key;      /* ZINCR_WITH: its hr_zincr_note (len 0: none) */
+    hr_slice member;      /* ZADD ZREM ZSCORE DADD TLADD TLREM; QCLAIM consumer; QACK id */
+    hr_slice value;       /* PUT; QPUSH payload */
+    int64_t expire_at_ms; /* PUT EXPIRE PSET_ADD TLADD */
+    int64_t time_ms;      /* TLADD TLREM: the entry's time; TLTRIM: older_than_ms */
+    int64_t delta;        /* INCR */
+    double score;         /* ZADD; ZINCR: the delta */
+    bool time_set;        /* ZADD by hr_zadd_time: a set of times (store.h) */
+    double min, max;      /* ZREMRANGE_SCORE; ZINCR_WITH: also_score, when_score (also_key: value) */
+    hr_slice note_key;    /* ZINCR_WITH: its hr_zincr_note (len 0: none) */
     hr_slice note_member;
     double note_score, note_was;
-    size_t keep;            /* ZTRIM TLTRIM */
-    bool keep_highest;      /* ZTRIM */
-    hr_zrange_spec range;   /* ZRANGE (cursor_member points into the arena) */
-    hr_tlrange_spec tlrange; /* TLRANGE (likewise) */
+    size_t keep;                 /* ZTRIM TLTRIM */
+    bool keep_highest;           /* ZTRIM */
+    hr_zrange_spec range;        /* ZRANGE (cursor_member points into the arena) */
+    hr_tlrange_spec tlrange;     /* TLRANGE (likewise) */
     hr_distinct_params distinct; /* DADD DCOUNT */
-    uint64_t u64;           /* PSET_ADD, PSET_REM member */
-    const uint64_t *u64s;   /* PSET_TEST members */
+    uint64_t u64;                /* PSET_ADD, PSET_REM member */
+    const uint64_t *u64s;        /* PSET_TEST members */
     size_t n_u64s;
-    size_t claim_max;       /* QCLAIM */
-    int64_t lease_ms;       /* QCLAIM */
+    size_t claim_max; /* QCLAIM */
+    int64_t lease_ms; /* QCLAIM */
     hr_result result;
 } hr_op;
 

@@ -6,7 +6,9 @@
 #include "common/alloc.h"
 #include "store/backend.h"
 
-hr_batch *hr_batch_new(void) { return hr_xcalloc(1, sizeof(hr_batch)); }
+hr_batch *hr_batch_new(void) {
+    return hr_xcalloc(1, sizeof(hr_batch));
+}
 
 struct hr_batch_hold {
     void (*release)(void *);
@@ -44,9 +46,13 @@ void hr_batch_reset(hr_batch *b) {
     b->test_src = b->test_copy = NULL;
 }
 
-size_t hr_batch_len(const hr_batch *b) { return b->len; }
+size_t hr_batch_len(const hr_batch *b) {
+    return b->len;
+}
 
-const hr_result *hr_batch_result(const hr_batch *b, size_t i) { return &b->ops[i].result; }
+const hr_result *hr_batch_result(const hr_batch *b, size_t i) {
+    return &b->ops[i].result;
+}
 
 static hr_op *push(hr_batch *b, hr_op_type type, hr_slice key) {
     if (b->len == b->cap) {
@@ -60,7 +66,9 @@ static hr_op *push(hr_batch *b, hr_op_type type, hr_slice key) {
     return op;
 }
 
-static size_t last(const hr_batch *b) { return b->len - 1; }
+static size_t last(const hr_batch *b) {
+    return b->len - 1;
+}
 
 size_t hr_get(hr_batch *b, hr_slice key) {
     push(b, HR_OP_GET, key);

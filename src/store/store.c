@@ -74,8 +74,7 @@ int hr_store_open(const char *uri, const hr_store_options *opts, hr_store **out,
         return HR_OK;
     }
     return hr_err_set(err, HR_EINVAL,
-                      "unknown store '%s': expected rocksdb:PATH or redis://HOST:PORT[,HOST:PORT...]",
-                      uri);
+                      "unknown store '%s': expected rocksdb:PATH or redis://HOST:PORT[,HOST:PORT...]", uri);
 }
 
 void hr_store_close(hr_store *s) {
@@ -84,7 +83,9 @@ void hr_store_close(hr_store *s) {
     s->backend->close(s);
 }
 
-const char *hr_store_kind(const hr_store *s) { return s->backend->kind; }
+const char *hr_store_kind(const hr_store *s) {
+    return s->backend->kind;
+}
 
 hr_origin *hr_origin_keep(hr_store *s, const hr_result *r) {
     if (r->origin == NULL || s->backend->origin_ref == NULL) return NULL;
@@ -96,12 +97,20 @@ void hr_origin_release(hr_store *s, hr_origin *o) {
     if (o && s->backend->origin_ref) s->backend->origin_ref(o, -1);
 }
 
-bool hr_store_batches_atomic(const hr_store *s) { return s->backend->batches_atomic; }
+bool hr_store_batches_atomic(const hr_store *s) {
+    return s->backend->batches_atomic;
+}
 
-bool hr_store_shared(const hr_store *s) { return s->backend->shared; }
-bool hr_store_remote(const hr_store *s) { return s->backend->remote; }
+bool hr_store_shared(const hr_store *s) {
+    return s->backend->shared;
+}
+bool hr_store_remote(const hr_store *s) {
+    return s->backend->remote;
+}
 
-int hr_store_ping(hr_store *s, hr_err *err) { return s->backend->ping(s, err); }
+int hr_store_ping(hr_store *s, hr_err *err) {
+    return s->backend->ping(s, err);
+}
 
 double hr_store_settle(hr_store *s, double max_s, bool *settled) {
     bool done = true;
@@ -110,7 +119,9 @@ double hr_store_settle(hr_store *s, double max_s, bool *settled) {
     return waited;
 }
 
-bool hr_store_settles(const hr_store *s) { return s->backend->settle != NULL; }
+bool hr_store_settles(const hr_store *s) {
+    return s->backend->settle != NULL;
+}
 
 static bool tl_time_ok(int64_t t) {
     return t >= -HR_TL_TIME_MAX && t <= HR_TL_TIME_MAX;
@@ -158,8 +169,9 @@ static int validate(const hr_op *op) {
     case HR_OP_TLRANGE: {
         const hr_tlrange_spec *sp = &op->tlrange;
         if (sp->limit < 1 || sp->limit > HR_ZRANGE_LIMIT_MAX) return HR_EINVAL;
-        return !sp->has_cursor || (tl_time_ok(sp->cursor_time) && tl_member_ok(sp->cursor_member)) ? HR_OK
-                                                                                                 : HR_EINVAL;
+        return !sp->has_cursor || (tl_time_ok(sp->cursor_time) && tl_member_ok(sp->cursor_member))
+                   ? HR_OK
+                   : HR_EINVAL;
     }
     case HR_OP_QPUSH:
         if (op->value.len > HR_VALUE_MAX) return HR_ETOOBIG;
@@ -247,7 +259,8 @@ int hr_store_exec(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
 
 const char *hr_op_label(hr_op_type t) {
     switch (t) {
-#define HR_OP_LABEL_(name, label) case HR_OP_##name: return label;
+#define HR_OP_LABEL_(name, label)                                                                            \
+    case HR_OP_##name: return label;
         HR_OP_TYPES(HR_OP_LABEL_)
 #undef HR_OP_LABEL_
     default: return "?";
@@ -257,19 +270,37 @@ const char *hr_op_label(hr_op_type t) {
 uint64_t hr_store_ops_total(hr_op_type t) {
     return t < HR_OP_COUNT_ ? atomic_load_explicit(&op_totals[t], memory_order_relaxed) : 0;
 }
-uint64_t hr_store_batches_total(void) { return atomic_load(&batches_total); }
-uint64_t hr_store_batch_errors_total(void) { return atomic_load(&batch_errors_total); }
+uint64_t hr_store_batches_total(void) {
+    return atomic_load(&batches_total);
+}
+uint64_t hr_store_batch_errors_total(void) {
+    return atomic_load(&batch_errors_total);
+}
 
 bool hr_op_is_write(hr_op_type t) {
     switch (t) {
-    case HR_OP_PUT: case HR_OP_DEL: case HR_OP_EXPIRE: case HR_OP_INCR: case HR_OP_ZADD: case HR_OP_ZINCR:
-    case HR_OP_ZREM: case HR_OP_ZREMRANGE_SCORE: case HR_OP_ZTRIM: case HR_OP_DADD:
-    case HR_OP_PSET_ADD: case HR_OP_PSET_REM: case HR_OP_TLADD: case HR_OP_TLREM: case HR_OP_TLTRIM:
-    case HR_OP_QPUSH: case HR_OP_QCLAIM: case HR_OP_QACK: case HR_OP_PUT_IF_MISSING: case HR_OP_DEL_IF_EQUAL:
-    case HR_OP_ZINCR_WITH:
-        return true;
-    default:
-        return false;
+    case HR_OP_PUT:
+    case HR_OP_DEL:
+    case HR_OP_EXPIRE:
+    case HR_OP_INCR:
+    case HR_OP_ZADD:
+    case HR_OP_ZINCR:
+    case HR_OP_ZREM:
+    case HR_OP_ZREMRANGE_SCORE:
+    case HR_OP_ZTRIM:
+    case HR_OP_DADD:
+    case HR_OP_PSET_ADD:
+    case HR_OP_PSET_REM:
+    case HR_OP_TLADD:
+    case HR_OP_TLREM:
+    case HR_OP_TLTRIM:
+    case HR_OP_QPUSH:
+    case HR_OP_QCLAIM:
+    case HR_OP_QACK:
+    case HR_OP_PUT_IF_MISSING:
+    case HR_OP_DEL_IF_EQUAL:
+    case HR_OP_ZINCR_WITH: return true;
+    default: return false;
     }
 }
 

@@ -65,14 +65,14 @@
 #include "common/err.h"
 #include "common/slice.h"
 
-#define HR_KEY_MAX 1024u             /* bytes */
-#define HR_ZRANGE_LIMIT_MAX 10000u   /* entries one hr_zrange returns at most */
-#define HR_VALUE_MAX (64u << 20)     /* bytes */
+#define HR_KEY_MAX 1024u           /* bytes */
+#define HR_ZRANGE_LIMIT_MAX 10000u /* entries one hr_zrange returns at most */
+#define HR_VALUE_MAX (64u << 20)   /* bytes */
 
 typedef struct hr_store hr_store;
 typedef struct hr_batch hr_batch;
 typedef struct hr_origin hr_origin; /* memory a store's results point into (hr_result.origin) */
-typedef struct hr_job hr_job; /* a queue job, see "Durable work queues" */
+typedef struct hr_job hr_job;       /* a queue job, see "Durable work queues" */
 
 /* ------------------------------------------------------------------------ */
 /* Opening and closing                                                       */
@@ -206,22 +206,25 @@ enum {
 int hr_store_exec(hr_store *s, hr_batch *b, unsigned flags, hr_err *err);
 
 /* Totals of ops executed since start, by op type, for /metrics. */
+/* clang-format off */
 typedef enum {
-#define HR_OP_TYPES(X)                                                             \
-    X(GET, "get") X(PUT, "put") X(DEL, "del") X(EXPIRE, "expire") X(INCR, "incr")  \
-    X(COUNTER_GET, "counter_get") X(ZADD, "zadd") X(ZINCR, "zincr") X(ZREM, "zrem")                   \
-    X(ZSCORE, "zscore") X(ZCARD, "zcard") X(ZRANGE, "zrange")                       \
-    X(ZREMRANGE_SCORE, "zremrange_score") X(ZTRIM, "ztrim") X(DADD, "dadd")         \
-    X(DCOUNT, "dcount") X(PSET_ADD, "pset_add") X(PSET_REM, "pset_rem")             \
-    X(PSET_TEST, "pset_test") X(PSET_CARD, "pset_card")                             \
-    X(TLADD, "tladd") X(TLREM, "tlrem") X(TLRANGE, "tlrange") X(TLTRIM, "tltrim")   \
-    X(QPUSH, "qpush") X(QCLAIM, "qclaim") X(QACK, "qack") X(QINFO, "qinfo")        \
-    X(PUT_IF_MISSING, "put_if_missing") X(DEL_IF_EQUAL, "del_if_equal") X(ZINCR_WITH, "zincr_with")
+#define HR_OP_TYPES(X)                                                                  \
+    X(GET, "get") X(PUT, "put") X(DEL, "del") X(EXPIRE, "expire") X(INCR, "incr")       \
+    X(COUNTER_GET, "counter_get") X(ZADD, "zadd") X(ZINCR, "zincr") X(ZREM, "zrem")     \
+    X(ZSCORE, "zscore") X(ZCARD, "zcard") X(ZRANGE, "zrange")                           \
+    X(ZREMRANGE_SCORE, "zremrange_score") X(ZTRIM, "ztrim") X(DADD, "dadd")             \
+    X(DCOUNT, "dcount") X(PSET_ADD, "pset_add") X(PSET_REM, "pset_rem")                 \
+    X(PSET_TEST, "pset_test") X(PSET_CARD, "pset_card")                                 \
+    X(TLADD, "tladd") X(TLREM, "tlrem") X(TLRANGE, "tlrange") X(TLTRIM, "tltrim")       \
+    X(QPUSH, "qpush") X(QCLAIM, "qclaim") X(QACK, "qack") X(QINFO, "qinfo")             \
+    X(PUT_IF_MISSING, "put_if_missing") X(DEL_IF_EQUAL, "del_if_equal")                 \
+    X(ZINCR_WITH, "zincr_with")
 #define HR_OP_ENUM_(name, label) HR_OP_##name,
     HR_OP_TYPES(HR_OP_ENUM_)
 #undef HR_OP_ENUM_
     HR_OP_COUNT_
 } hr_op_type;
+/* clang-format on */
 
 const char *hr_op_label(hr_op_type t);
 /* Ops of type t executed by this process since start (all stores). */
@@ -389,27 +392,27 @@ size_t hr_zcard(hr_batch *b, hr_slice key);
  * one is given, skipping `offset` entries, returning at most `limit`. */
 typedef struct hr_zrange_spec {
     bool reverse;
-    double min, max;          /* inclusive score bounds; use -INFINITY / INFINITY */
-    bool has_cursor;          /* start strictly after (cursor_score, cursor_member) */
-    double cursor_score;      /* in the direction of the read */
+    double min, max;     /* inclusive score bounds; use -INFINITY / INFINITY */
+    bool has_cursor;     /* start strictly after (cursor_score, cursor_member) */
+    double cursor_score; /* in the direction of the read */
     hr_slice cursor_member;
     size_t offset;
-    size_t limit;             /* 1..HR_ZRANGE_LIMIT_MAX */
-    size_t max_size;          /* 0, or a hint: for a set of more members than
-                               * this, the backend may answer no entries and
-                               * more = true instead of reading them. RocksDB
-                               * does, where a set too big to be kept in its
-                               * metadata record costs a seek into every level
-                               * that holds part of it; Redis does not. */
-    const hr_origin *unless;  /* a kept origin (hr_result.origin): if the set
-                               * is still that one, answer unchanged = true and
-                               * no entries. A caller that keeps what it
-                               * derived from a set (an index of a user's
-                               * friends) skips reading it again. */
-    bool with_size;           /* also answer the set's member count in num, as
-                               * hr_zcard would (0 if the key is missing): one
-                               * op where a caller needs both. RocksDB has the
-                               * count at hand; Redis sends a ZCARD with it. */
+    size_t limit;            /* 1..HR_ZRANGE_LIMIT_MAX */
+    size_t max_size;         /* 0, or a hint: for a set of more members than
+                              * this, the backend may answer no entries and
+                              * more = true instead of reading them. RocksDB
+                              * does, where a set too big to be kept in its
+                              * metadata record costs a seek into every level
+                              * that holds part of it; Redis does not. */
+    const hr_origin *unless; /* a kept origin (hr_result.origin): if the set
+                              * is still that one, answer unchanged = true and
+                              * no entries. A caller that keeps what it
+                              * derived from a set (an index of a user's
+                              * friends) skips reading it again. */
+    bool with_size;          /* also answer the set's member count in num, as
+                              * hr_zcard would (0 if the key is missing): one
+                              * op where a caller needs both. RocksDB has the
+                              * count at hand; Redis sends a ZCARD with it. */
 } hr_zrange_spec;
 
 /* A spec for the whole set in the given direction, with a limit. */
@@ -525,18 +528,18 @@ size_t hr_tlrem(hr_batch *b, hr_slice key, int64_t time_ms, hr_slice member);
 /* A newest-first range read. Entries come back as hr_zentry with score = the
  * time (exact: times are integers below 2^53). */
 typedef struct hr_tlrange_spec {
-    int64_t before_ms;        /* only entries with time < before_ms; INT64_MAX: no bound */
-    int64_t after_ms;         /* only entries with time > after_ms; INT64_MIN: no bound */
-    bool has_cursor;          /* start strictly after (cursor_time, cursor_member) in */
-    int64_t cursor_time;      /* newest-first order: (time desc, member desc) */
-    hr_slice cursor_member;   /* (it need not be an entry of the list) */
-    size_t offset;            /* entries to skip first (after the cursor) */
-    size_t limit;             /* 1..HR_ZRANGE_LIMIT_MAX */
-    int64_t now_ms;           /* RocksDB: entries with 0 < expire_at_ms <= now_ms are
-                               * skipped (and not counted by offset); Redis: see above */
-    bool hot;                 /* many readers read this list (a big account's feed):
-                               * RocksDB keeps its newest entries in memory from then
-                               * on (rocks/timelist_cache.c); Redis: ignored */
+    int64_t before_ms;      /* only entries with time < before_ms; INT64_MAX: no bound */
+    int64_t after_ms;       /* only entries with time > after_ms; INT64_MIN: no bound */
+    bool has_cursor;        /* start strictly after (cursor_time, cursor_member) in */
+    int64_t cursor_time;    /* newest-first order: (time desc, member desc) */
+    hr_slice cursor_member; /* (it need not be an entry of the list) */
+    size_t offset;          /* entries to skip first (after the cursor) */
+    size_t limit;           /* 1..HR_ZRANGE_LIMIT_MAX */
+    int64_t now_ms;         /* RocksDB: entries with 0 < expire_at_ms <= now_ms are
+                             * skipped (and not counted by offset); Redis: see above */
+    bool hot;               /* many readers read this list (a big account's feed):
+                             * RocksDB keeps its newest entries in memory from then
+                             * on (rocks/timelist_cache.c); Redis: ignored */
 } hr_tlrange_spec;
 
 /* A spec for the whole list newest first, with a limit, as of now_ms. */
@@ -665,8 +668,8 @@ bool hr_store_stamp_holds(const hr_store *s, hr_stamp st);
 struct hr_job {
     hr_slice id;
     hr_slice payload;
-    int64_t pushed_ms;        /* when it was pushed (wall clock; Redis: the server's) */
-    uint32_t deliveries;      /* 1 on its first claim, more on re-delivery */
+    int64_t pushed_ms;   /* when it was pushed (wall clock; Redis: the server's) */
+    uint32_t deliveries; /* 1 on its first claim, more on re-delivery */
 };
 
 /* Push a job; the result's value is its id. Payloads are 1..HR_VALUE_MAX

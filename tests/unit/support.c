@@ -51,7 +51,7 @@ void test_store_compact(test_store *t) {
 char *test_unique(char *buf, size_t cap, const char *prefix) {
     unsigned char r[8];
     if (getrandom(r, sizeof r, 0) != sizeof r) cr_assert_fail("getrandom");
-    snprintf(buf, cap, "%s%02x%02x%02x%02x%02x%02x%02x%02x", prefix, r[0], r[1], r[2], r[3], r[4], r[5],
-             r[6], r[7]);
+    snprintf(buf, cap, "%s%02x%02x%02x%02x%02x%02x%02x%02x", prefix, r[0], r[1], r[2], r[3], r[4], r[5], r[6],
+             r[7]);
     return buf;
 }

@@ -6,8 +6,8 @@
  * Each Criterion test runs in its own process with its own server, so tests
  * are independent and LeakSanitizer checks each one at exit. */
 #include <arpa/inet.h>
-#include <errno.h>
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -31,29 +31,35 @@
 static void h_params(hr_request *req) {
     char text[600];
     hr_slice a = hr_req_param(req, "id"), x = hr_req_param(req, "x"), y = hr_req_param(req, "y");
-    snprintf(text, sizeof text, "id=%.*s x=%.*s y=%.*s", (int)a.len, a.ptr, (int)x.len, x.ptr,
-             (int)y.len, y.ptr);
+    snprintf(text, sizeof text, "id=%.*s x=%.*s y=%.*s", (int)a.len, a.ptr, (int)x.len, x.ptr, (int)y.len,
+             y.ptr);
     hr_reply_text(req, 200, hr_slice_str(text));
 }
 
-static void h_literal(hr_request *req) { hr_reply_text(req, 200, hr_slice_str("literal")); }
+static void h_literal(hr_request *req) {
+    hr_reply_text(req, 200, hr_slice_str("literal"));
+}
 
 static void h_echo(hr_request *req) {
     hr_slice b = hr_req_body(req);
     /* bodies are NUL-terminated (asserts belong to the test's thread, not here) */
-    if (b.ptr[b.len] != '\0') hr_reply_text(req, 500, hr_slice_str("body not terminated"));
-    else hr_reply_text(req, 200, b);
+    if (b.ptr[b.len] != '\0')
+        hr_reply_text(req, 500, hr_slice_str("body not terminated"));
+    else
+        hr_reply_text(req, 200, b);
 }
 
 static void h_query(hr_request *req) {
     const char *q = hr_req_query(req, "q"), *flag = hr_req_query(req, "flag");
     char text[300];
-    snprintf(text, sizeof text, "q=%s flag=%s missing=%s", q ? q : "(null)",
-             flag ? flag : "(null)", hr_req_query(req, "nope") ? "yes" : "(null)");
+    snprintf(text, sizeof text, "q=%s flag=%s missing=%s", q ? q : "(null)", flag ? flag : "(null)",
+             hr_req_query(req, "nope") ? "yes" : "(null)");
     hr_reply_text(req, 200, hr_slice_str(text));
 }
 
-static void h_forget(hr_request *req) { (void)req; }
+static void h_forget(hr_request *req) {
+    (void)req;
+}
 
 static void h_twice(hr_request *req) {
     hr_reply_text(req, 200, hr_slice_str("first"));
@@ -74,8 +80,7 @@ static void h_slow(hr_request *req) {
 static void h_whoami(hr_request *req) {
     const hr_principal *p = hr_req_principal(req);
     char text[200];
-    snprintf(text, sizeof text, "%s%s", p->admin ? "admin" : p->user[0] ? "user:" : "anonymous",
-             p->user);
+    snprintf(text, sizeof text, "%s%s", p->admin ? "admin" : p->user[0] ? "user:" : "anonymous", p->user);
     hr_reply_text(req, 200, hr_slice_str(text));
 }
 
@@ -230,7 +235,9 @@ static void c_open(client *c) {
     c->len = 0;
 }
 
-static void c_close(client *c) { close(c->fd); }
+static void c_close(client *c) {
+    close(c->fd);
+}
 
 static void c_send(client *c, const char *data, size_t n) {
     while (n > 0) {
@@ -267,7 +274,8 @@ static const char *header(const response *r, const char *name, char *out, size_t
         const char *line = p + 2;
         if (strncasecmp(line, name, nl) == 0 && line[nl] == ':') {
             const char *v = line + nl + 1;
-            while (*v == ' ') v++;
+            while (*v == ' ')
+                v++;
             size_t n = strcspn(v, "\r");
             if (n >= cap) n = cap - 1;
             memcpy(out, v, n);
@@ -304,7 +312,9 @@ static bool c_read(client *c, response *r, bool head_only) {
 }
 
 /* True if the server closed the connection (EOF) with nothing more. */
-static bool c_closed(client *c) { return c->len == 0 && !c_fill(c); }
+static bool c_closed(client *c) {
+    return c->len == 0 && !c_fill(c);
+}
 
 /* One request on a fresh connection. */
 static response *fetch(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -341,8 +351,7 @@ static void assert_problem(const response *r, int status, const char *detail) {
     json_t *doc = json_loads(r->body, 0, &jerr);
     cr_assert(doc, "not JSON: %s", r->body);
     cr_assert_str_eq(json_string_value(json_object_get(doc, "type")), "about:blank");
-    cr_assert_str_eq(json_string_value(json_object_get(doc, "title")),
-                     hr_status_title((unsigned)status));
+    cr_assert_str_eq(json_string_value(json_object_get(doc, "title")), hr_status_title((unsigned)status));
     cr_assert_eq(json_integer_value(json_object_get(doc, "status")), status);
     const char *d = json_string_value(json_object_get(doc, "detail"));
     cr_assert(d && strstr(d, detail), "detail \"%s\" lacks \"%s\"", d ? d : "(none)", detail);
@@ -398,7 +407,9 @@ Test(http_problem, status_table) {
 
 /* ---- Routing table validation ---- */
 
-static void nop(hr_request *req) { hr_reply_text(req, 200, hr_slice_str("")); }
+static void nop(hr_request *req) {
+    hr_reply_text(req, 200, hr_slice_str(""));
+}
 
 static void assert_bad_table(hr_route r, const char *msg) {
     hr_http_config cfg = {.host = "127.0.0.1", .routes = &r, .n_routes = 1};
@@ -445,8 +456,7 @@ Test(http_router, port_in_use, .init = start, .fini = stop) {
     cfg.port = port;
     hr_http_server *second = NULL;
     hr_err err = {0};
-    cr_assert_eq(hr_http_start(&cfg, &second, &err), HR_EIO, "a second server shared port %u",
-                 port);
+    cr_assert_eq(hr_http_start(&cfg, &second, &err), HR_EIO, "a second server shared port %u", port);
     cr_assert(strstr(err.msg, "cannot listen"), "%s", err.msg);
 }
 
@@ -483,13 +493,13 @@ Test(http_router, percent_encoding, .init = start, .fini = stop) {
 Test(http_router, not_found, .init = start, .fini = stop) {
     assert_problem(get("/nope"), 404, "no resource at /nope");
     assert_problem(get("/items"), 404, "no resource");
-    assert_problem(get("/items/"), 404, "no resource");   /* trailing slash: not found */
+    assert_problem(get("/items/"), 404, "no resource"); /* trailing slash: not found */
     assert_problem(get("/items/a/"), 404, "no resource");
-    assert_problem(get("/a//2"), 404, "no resource");     /* empty segment */
+    assert_problem(get("/a//2"), 404, "no resource"); /* empty segment */
     assert_problem(get("/items/a/b"), 404, "no resource");
     assert_problem(get("/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q/r/s"), 404, "no resource");
     assert_problem(get("/caf%C3%A9"), 404, "no resource at /caf\xc3\xa9"); /* UTF-8 kept */
-    assert_problem(get("/x%FFy"), 404, "no resource at /x?y");              /* the rest not */
+    assert_problem(get("/x%FFy"), 404, "no resource at /x?y");             /* the rest not */
 }
 
 Test(http_router, method_not_allowed, .init = start, .fini = stop) {
@@ -754,8 +764,7 @@ Test(http_auth, matrix, .init = start, .fini = stop) {
     /* SELF */
     cr_assert_str_eq(get_auth("/users/u1/private", "user:u1")->body, "user:u1");
     cr_assert_str_eq(get_auth("/users/u1/private", "admin-key")->body, "admin");
-    assert_problem(get_auth("/users/u2/private", "user:u1"), 403,
-                   "token for user u1 may not act as user u2");
+    assert_problem(get_auth("/users/u2/private", "user:u1"), 403, "token for user u1 may not act as user u2");
     assert_problem(get("/users/u1/private"), 401, "missing credentials");
 
     /* ADMIN */
@@ -829,7 +838,8 @@ Test(http_stop, finishes_requests_in_flight, .init = start) {
     client c;
     c_open(&c);
     c_sendf(&c, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n");
-    while (!atomic_load(&slow_started)) nanosleep(&(struct timespec){0, 1000000}, NULL);
+    while (!atomic_load(&slow_started))
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
     uint64_t t0 = (uint64_t)time(NULL);
     stop(); /* returns once /slow has answered */
     cr_assert_leq((uint64_t)time(NULL) - t0, 3);

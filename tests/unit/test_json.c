@@ -114,14 +114,16 @@ Test(json_out, commas_nesting_and_raw_values) {
     hr_jw_key(&w, "t");
     hr_jw_bool(&w, true);
     hr_jw_close(&w, '}');
-    cr_assert_str_eq(written(&b), "{\"a\":-12,\"list\":[\"x\",{},{\"k\":[1,2]},false],\"empty\":[],\"t\":true}");
+    cr_assert_str_eq(written(&b),
+                     "{\"a\":-12,\"list\":[\"x\",{},{\"k\":[1,2]},false],\"empty\":[],\"t\":true}");
     hr_buf_free(&b);
 }
 
 /* Reals come out as jansson's json_real writes them, digit for digit. */
 Test(json_out, reals_as_jansson_writes_them) {
-    const double vals[] = {0.0, -0.0, 1.0, -3.0, 0.1, 1.0 / 3.0, 123456789.0, 1716420551.503, 38.15, 1e20,
-                           1.5e300, 1e-5, -2.5e-300, 4e100, 12345678901234567890.0};
+    const double vals[] = {
+        0.0,   -0.0, 1.0,     -3.0, 0.1,       1.0 / 3.0, 123456789.0,           1716420551.503,
+        38.15, 1e20, 1.5e300, 1e-5, -2.5e-300, 4e100,     12345678901234567890.0};
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
         hr_buf b = HR_BUF_INIT;
         hr_jw w = hr_jw_start(&b);

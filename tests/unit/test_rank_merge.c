@@ -88,8 +88,9 @@ static void read_all(env *e, const hr_zrange_spec *start, size_t window, const e
                       "position %zu (window %zu): got %.*s %g, want %s %g", got, window, (int)x->member.len,
                       x->member.ptr, x->score, want[got].member, want[got].score);
         }
-        if (n) cr_assert(last.score == sorted[n - 1]->score && hr_slice_eq(last.member, sorted[n - 1]->member),
-                         "last is the last-ranked entry of the window");
+        if (n)
+            cr_assert(last.score == sorted[n - 1]->score && hr_slice_eq(last.member, sorted[n - 1]->member),
+                      "last is the last-ranked entry of the window");
         free(sorted);
     }
     cr_assert_eq(got, n_want, "window %zu", window);
@@ -171,8 +172,9 @@ Test(rank_merge, first_k_in_order) {
             e[(i * 7) % N] = &ents[i]; /* a fixed shuffle (7 and 300 are coprime) */
         hr_rank_first(e, N, k);
         for (size_t i = 0; i < k && i < N; i++)
-            cr_assert(hr_slice_eq(e[i]->member, hr_slice_str(sorted[i].member)), "k %zu, position %zu: %.*s, want %s",
-                      k, i, (int)e[i]->member.len, e[i]->member.ptr, sorted[i].member);
+            cr_assert(hr_slice_eq(e[i]->member, hr_slice_str(sorted[i].member)),
+                      "k %zu, position %zu: %.*s, want %s", k, i, (int)e[i]->member.len, e[i]->member.ptr,
+                      sorted[i].member);
         bool seen[N] = {0};
         for (int i = 0; i < N; i++) {
             size_t at = (size_t)(e[i] - ents);

@@ -52,15 +52,16 @@ static void render(const hr_result *r, char *out, size_t cap) {
     size_t n = 0;
     out[0] = '\0';
     for (size_t i = 0; i < r->n_entries && n + 64 < cap; i++)
-        n += (size_t)snprintf(out + n, cap - n, "%s%" PRId64 ":%.*s", i ? " " : "", (int64_t)r->entries[i].score - T0,
-                              (int)r->entries[i].member.len, r->entries[i].member.ptr);
+        n += (size_t)snprintf(out + n, cap - n, "%s%" PRId64 ":%.*s", i ? " " : "",
+                              (int64_t)r->entries[i].score - T0, (int)r->entries[i].member.len,
+                              r->entries[i].member.ptr);
     if (r->more && n + 8 < cap) snprintf(out + n, cap - n, " [more]");
 }
 
 /* Range-read list with sp, from RocksDB when via_disk (the batch writes a
  * key first), rendered into out. */
-static void read_list(hr_store *s, hr_batch *b, hr_slice list, const hr_tlrange_spec *sp, bool via_disk, char *out,
-                      size_t cap) {
+static void read_list(hr_store *s, hr_batch *b, hr_slice list, const hr_tlrange_spec *sp, bool via_disk,
+                      char *out, size_t cap) {
     hr_batch_reset(b);
     if (via_disk) hr_put(b, K("dirty"), M("x"), 0);
     size_t op = hr_tlrange(b, list, sp);
@@ -86,7 +87,8 @@ static void random_write(hr_batch *b, hr_slice list, unsigned *seed, int64_t now
     } else if (kind < 9) {
         hr_tlrem(b, list, t, m);
     } else {
-        hr_tltrim(b, list, (size_t)(rand_r(seed) % 12), rand_r(seed) % 2 ? INT64_MIN : T0 + rand_r(seed) % 20);
+        hr_tltrim(b, list, (size_t)(rand_r(seed) % 12),
+                  rand_r(seed) % 2 ? INT64_MIN : T0 + rand_r(seed) % 20);
     }
 }
 
@@ -117,11 +119,13 @@ Test(rocks_tlcache, hot_reads_match_cold_reads) {
         int n = 1 + rand_r(&seed) % 3;
         unsigned wseed = seed;
         hr_batch_reset(w);
-        for (int i = 0; i < n; i++) random_write(w, hot, &wseed, now);
+        for (int i = 0; i < n; i++)
+            random_write(w, hot, &wseed, now);
         exec(s, w);
         wseed = seed;
         hr_batch_reset(w);
-        for (int i = 0; i < n; i++) random_write(w, cold, &wseed, now);
+        for (int i = 0; i < n; i++)
+            random_write(w, cold, &wseed, now);
         exec(s, w);
         seed = wseed;
         for (int q = 0; q < 4; q++) {
@@ -136,12 +140,14 @@ Test(rocks_tlcache, hot_reads_match_cold_reads) {
             reads++;
         }
     }
-    cr_assert_eq(tlcache_lists(cache_of(s)), 1, "only the hot list is kept (%zu kept)", tlcache_lists(cache_of(s)));
+    cr_assert_eq(tlcache_lists(cache_of(s)), 1, "only the hot list is kept (%zu kept)",
+                 tlcache_lists(cache_of(s)));
     size_t hits = tlcache_hits(cache_of(s));
     /* Both paths well exercised: reads near the head from memory, deeper
      * ones (past the 4 to 8 entries kept) from RocksDB. */
     cr_assert_gt(hits, 100, "%zu of %zu hot reads answered from memory", hits, reads);
-    cr_assert_lt(hits, reads - 100, "%zu of %zu hot reads answered from memory: the fallback went untested", hits, reads);
+    cr_assert_lt(hits, reads - 100, "%zu of %zu hot reads answered from memory: the fallback went untested",
+                 hits, reads);
     hr_batch_free(w);
     hr_batch_free(r);
 }
@@ -193,7 +199,8 @@ static void *mt_writer(void *arg) {
         hr_batch_reset(b);
         int64_t now = hr_now_ms();
         int n = 1 + rand_r(&c->seed) % 40; /* long batches: a wide window for a registration to race */
-        for (int k = 0; k < n; k++) random_write(b, c->lists[rand_r(&c->seed) % MT_LISTS], &c->seed, now);
+        for (int k = 0; k < n; k++)
+            random_write(b, c->lists[rand_r(&c->seed) % MT_LISTS], &c->seed, now);
         hr_err err = {0};
         if (hr_store_exec(c->s, b, 0, &err) != HR_OK) c->failures++;
     }
@@ -224,22 +231,27 @@ Test(rocks_tlcache_mt, concurrent_writers) {
     mt_ctx ctx[MT_WRITERS + 1];
     for (int t = 0; t <= MT_WRITERS; t++) {
         ctx[t] = (mt_ctx){.s = s, .seed = 1000u + (unsigned)t, .stop = &stop};
-        for (int i = 0; i < MT_LISTS; i++) ctx[t].lists[i] = Mf("list%ld", i);
+        for (int i = 0; i < MT_LISTS; i++)
+            ctx[t].lists[i] = Mf("list%ld", i);
     }
     pthread_t th[MT_WRITERS + 1];
     pthread_create(&th[MT_WRITERS], NULL, mt_reader, &ctx[MT_WRITERS]);
-    for (int t = 0; t < MT_WRITERS; t++) pthread_create(&th[t], NULL, mt_writer, &ctx[t]);
-    for (int t = 0; t < MT_WRITERS; t++) pthread_join(th[t], NULL);
+    for (int t = 0; t < MT_WRITERS; t++)
+        pthread_create(&th[t], NULL, mt_writer, &ctx[t]);
+    for (int t = 0; t < MT_WRITERS; t++)
+        pthread_join(th[t], NULL);
     atomic_store(&stop, true);
     pthread_join(th[MT_WRITERS], NULL);
-    for (int t = 0; t <= MT_WRITERS; t++) cr_assert_eq(ctx[t].failures, 0, "thread %d: %d failed batches", t, ctx[t].failures);
+    for (int t = 0; t <= MT_WRITERS; t++)
+        cr_assert_eq(ctx[t].failures, 0, "thread %d: %d failed batches", t, ctx[t].failures);
 
     /* Every list hot (the reader may not have reached the last ones). */
     hr_batch *b = hr_batch_new();
     hr_tlrange_spec sp = hr_tlrange_all(HR_ZRANGE_LIMIT_MAX, hr_now_ms());
     sp.hot = true;
     char mem[16384], disk[16384];
-    for (int i = 0; i < MT_LISTS; i++) read_list(s, b, ctx[0].lists[i], &sp, false, mem, sizeof mem);
+    for (int i = 0; i < MT_LISTS; i++)
+        read_list(s, b, ctx[0].lists[i], &sp, false, mem, sizeof mem);
     cr_assert_eq(tlcache_lists(cache_of(s)), MT_LISTS);
     size_t hits = tlcache_hits(cache_of(s));
     for (int i = 0; i < MT_LISTS; i++) {
@@ -247,7 +259,8 @@ Test(rocks_tlcache_mt, concurrent_writers) {
         read_list(s, b, ctx[0].lists[i], &sp, true, disk, sizeof disk);
         cr_assert_str_eq(mem, disk, "list%d: in memory '%s', in RocksDB '%s'", i, mem, disk);
     }
-    cr_assert_eq(tlcache_hits(cache_of(s)), hits + MT_LISTS, "the final reads were not all answered from memory");
+    cr_assert_eq(tlcache_hits(cache_of(s)), hits + MT_LISTS,
+                 "the final reads were not all answered from memory");
     hr_batch_free(b);
 }
 

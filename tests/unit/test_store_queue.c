@@ -208,7 +208,8 @@ STORE_TEST(queue_concurrent_claims_are_disjoint) {
         pthread_join(t[i], NULL);
     cr_assert_eq(c[0].failures + c[1].failures, 0);
     for (int n = 0; n < 200; n++)
-        cr_assert_eq(c[0].seen[n] + c[1].seen[n], 1, "job%d claimed %d + %d times", n, c[0].seen[n], c[1].seen[n]);
+        cr_assert_eq(c[0].seen[n] + c[1].seen[n], 1, "job%d claimed %d + %d times", n, c[0].seen[n],
+                     c[1].seen[n]);
 }
 
 STORE_TEST(queue_ack_of_unknown_ids) {
@@ -334,7 +335,8 @@ Test(rocks_queue, an_empty_queue_after_reopen_is_not_read_from_its_first_tombsto
         const hr_result *r = claim(s, q, "w", 100, 60000);
         hr_slice *ids = ids_of(r);
         size_t n = r->n_jobs;
-        for (size_t i = 0; i < n; i++) cr_assert_eq(ack(s, q, ids[i]), 1);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(ack(s, q, ids[i]), 1);
     }
     cr_assert_eq(depth(s, q, NULL), 0);
     s = fx_reopen();
@@ -347,7 +349,8 @@ Test(rocks_queue, an_empty_queue_after_reopen_is_not_read_from_its_first_tombsto
     uint64_t skipped = rocksdb_perfcontext_metric(pc, rocksdb_internal_delete_skipped_count);
     rocksdb_set_perf_level(rocksdb_disable);
     rocksdb_perfcontext_destroy(pc);
-    cr_assert_lt(skipped, 10, "a claim on the empty queue stepped over %llu tombstones", (unsigned long long)skipped);
+    cr_assert_lt(skipped, 10, "a claim on the empty queue stepped over %llu tombstones",
+                 (unsigned long long)skipped);
     /* And the queue still works. */
     push(s, q, "after");
     assert_claim(claim(s, q, "w", 10, 60000), "after", 1);

@@ -69,7 +69,10 @@ static hr_tlrange_spec cursor(hr_tlrange_spec sp, int64_t t, const char *member)
 static hr_slice sample(hr_store *s) {
     hr_slice l = K("sample");
     hr_batch *b = hr_batch_new();
-    static const struct { int64_t t; const char *m; } e[] = {
+    static const struct {
+        int64_t t;
+        const char *m;
+    } e[] = {
         {3, "y"}, {1, "f"}, {5, "b"}, {3, "x"}, {4, "d"}, {2, "e"}, {3, "z"}, {5, "c"},
     };
     for (size_t i = 0; i < sizeof e / sizeof e[0]; i++)
@@ -115,7 +118,10 @@ STORE_TEST(tl_rem) {
     assert_entries(range(s, l, all(100)), "5:b 4:d 3:z 3:x 2:e 1:f", false);
     /* Removing every entry leaves an empty list. */
     hr_batch *b = hr_batch_new();
-    const struct { int64_t t; const char *m; } rest[] = {{5, "b"}, {4, "d"}, {3, "z"}, {3, "x"}, {2, "e"}, {1, "f"}};
+    const struct {
+        int64_t t;
+        const char *m;
+    } rest[] = {{5, "b"}, {4, "d"}, {3, "z"}, {3, "x"}, {2, "e"}, {1, "f"}};
     for (size_t i = 0; i < 6; i++)
         hr_tlrem(b, l, T0 + rest[i].t, M(rest[i].m));
     exec(s, b);
@@ -276,7 +282,10 @@ STORE_TEST(tl_lists_do_not_bleed) {
 
 STORE_TEST(tl_binary_members) {
     hr_slice l = Kn("bin\0list", 8);
-    struct { const char *p; size_t n; } ms[] = {
+    struct {
+        const char *p;
+        size_t n;
+    } ms[] = {
         {"a", 1}, {"a\0", 2}, {"a\0\0", 3}, {"a\xff", 2}, {"\0", 1}, {"\xff\xff", 2}, {"\xff", 1},
     };
     hr_batch *b = hr_batch_new();
@@ -496,9 +505,12 @@ Test(rocks_tl_internals, key_order_is_newest_first_member_desc) {
     /* For pairs of (time, member), byte order of the keys must be (time
      * desc, member desc). */
     static const int64_t times[] = {INT64_MIN, -5, -1, 0, 1, 2, T0, INT64_MAX};
-    static const struct { const char *p; size_t n; } ms[] = {
-        {"\0", 1}, {"\0\0", 2}, {"\x01", 1}, {"a", 1}, {"a\0", 2}, {"ab", 2}, {"b", 1}, {"\xfe", 1},
-        {"\xff", 1}, {"\xff\0", 2}, {"\xff\xff", 2},
+    static const struct {
+        const char *p;
+        size_t n;
+    } ms[] = {
+        {"\0", 1}, {"\0\0", 2}, {"\x01", 1}, {"a", 1},      {"a\0", 2},      {"ab", 2},
+        {"b", 1},  {"\xfe", 1}, {"\xff", 1}, {"\xff\0", 2}, {"\xff\xff", 2},
     };
     size_t nt = sizeof times / sizeof times[0], nm = sizeof ms / sizeof ms[0];
     hr_buf a = HR_BUF_INIT, b = HR_BUF_INIT;
@@ -508,9 +520,9 @@ Test(rocks_tl_internals, key_order_is_newest_first_member_desc) {
                 for (size_t m2 = 0; m2 < nm; m2++) {
                     hr_slice ka = key_of(&a, "L", 1, times[t1], ms[m1].p, ms[m1].n);
                     hr_slice kb = key_of(&b, "L", 1, times[t2], ms[m2].p, ms[m2].n);
-                    int want = times[t1] != times[t2]
-                                   ? (times[t1] > times[t2] ? -1 : 1)
-                                   : -hr_slice_cmp(hr_slice_of(ms[m1].p, ms[m1].n), hr_slice_of(ms[m2].p, ms[m2].n));
+                    int want = times[t1] != times[t2] ? (times[t1] > times[t2] ? -1 : 1)
+                                                      : -hr_slice_cmp(hr_slice_of(ms[m1].p, ms[m1].n),
+                                                                      hr_slice_of(ms[m2].p, ms[m2].n));
                     int got = hr_slice_cmp(ka, kb);
                     got = (got > 0) - (got < 0);
                     want = (want > 0) - (want < 0);
@@ -546,8 +558,12 @@ Test(rocks_tl_internals, lists_are_prefix_safe) {
     /* Every key of list A lies in [prefix(A), end(A)), and no key of another
      * list does, for names that are prefixes of each other, differ in the
      * last byte, or end in 0xFF. */
-    static const struct { const char *p; size_t n; } names[] = {
-        {"a", 1}, {"ab", 2}, {"a\0", 2}, {"a\xff", 2}, {"\xff\xff", 2}, {"b", 1}, {"{u:1}:tl", 8}, {"{u:1}:tl0", 9},
+    static const struct {
+        const char *p;
+        size_t n;
+    } names[] = {
+        {"a", 1},        {"ab", 2}, {"a\0", 2},      {"a\xff", 2},
+        {"\xff\xff", 2}, {"b", 1},  {"{u:1}:tl", 8}, {"{u:1}:tl0", 9},
     };
     size_t nn = sizeof names / sizeof names[0];
     hr_buf k = HR_BUF_INIT, lo = HR_BUF_INIT, hi = HR_BUF_INIT;
@@ -561,7 +577,8 @@ Test(rocks_tl_internals, lists_are_prefix_safe) {
         for (size_t b = 0; b < nn; b++)
             for (size_t t = 0; t < 4; t++) {
                 hr_slice key = key_of(&k, names[b].p, names[b].n, times[t], "\xff\xff\xff", 3);
-                bool inside = hr_slice_cmp(key, hr_buf_slice(&lo)) >= 0 && hr_slice_cmp(key, hr_buf_slice(&hi)) < 0;
+                bool inside =
+                    hr_slice_cmp(key, hr_buf_slice(&lo)) >= 0 && hr_slice_cmp(key, hr_buf_slice(&hi)) < 0;
                 cr_assert_eq(inside, a == b, "list %zu, key of list %zu (time %zu)", a, b, t);
             }
     }

@@ -280,8 +280,9 @@ static void *add_urls(void *arg) {
         hr_story st;
         bool added;
         hr_err err = {0};
-        if (hr_stories_add_url(w->stories, hr_slice_str(w->id), hr_slice_str(url), i % 5 == 0, &a, &st, &added,
-                               &err) != HR_OK || !added) {
+        if (hr_stories_add_url(w->stories, hr_slice_str(w->id), hr_slice_str(url), i % 5 == 0, &a, &st,
+                               &added, &err) != HR_OK ||
+            !added) {
             fprintf(stderr, "add %s: %s\n", url, err.msg);
             w->failures++;
         }

@@ -127,7 +127,8 @@ bool redis_queue_decode(hr_batch *b, hr_op *op, const rc_cmd *cmd, size_t n) {
         return true;
     case HR_OP_QCLAIM: return decode_claim(b, res, r);
     case HR_OP_QACK: /* XACK, XDEL */
-        if (n != 2 || r->type != REDIS_REPLY_INTEGER || cmd[1].reply->type != REDIS_REPLY_INTEGER) return false;
+        if (n != 2 || r->type != REDIS_REPLY_INTEGER || cmd[1].reply->type != REDIS_REPLY_INTEGER)
+            return false;
         res->num = cmd[1].reply->integer;
         return true;
     case HR_OP_QINFO: { /* XLEN, XRANGE - + COUNT 1 */

@@ -587,7 +587,8 @@ static void decode(hr_batch *b, hr_op *op, size_t i, const rc_cmd *cmd, size_t n
     if (reply_error(op, i, cmd, failure)) return;
     switch (op->type) {
     case HR_OP_TLADD: /* ZADD, PEXPIREAT NX, PEXPIREAT GT */
-        if (n_cmds == 3 && (reply_error(op, i, &cmd[1], failure) || reply_error(op, i, &cmd[2], failure))) return;
+        if (n_cmds == 3 && (reply_error(op, i, &cmd[1], failure) || reply_error(op, i, &cmd[2], failure)))
+            return;
         break;
     case HR_OP_QACK:
     case HR_OP_QINFO:

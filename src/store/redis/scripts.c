@@ -463,11 +463,15 @@ static const char qclaim_lua[] =
 /* clang-format on */
 
 static rs_script scripts[RS_COUNT_] = {
-    [RS_ZRANGE] = {"zrange", zrange_lua, ""},       [RS_DADD] = {"dadd", dadd_lua, ""},
-    [RS_DCOUNT] = {"dcount", dcount_lua, ""},       [RS_DEL] = {"del", del_lua, ""},
-    [RS_EXPIRE] = {"expire", expire_lua, ""},       [RS_PSET_ADD] = {"pset_add", pset_add_lua, ""},
+    [RS_ZRANGE] = {"zrange", zrange_lua, ""},
+    [RS_DADD] = {"dadd", dadd_lua, ""},
+    [RS_DCOUNT] = {"dcount", dcount_lua, ""},
+    [RS_DEL] = {"del", del_lua, ""},
+    [RS_EXPIRE] = {"expire", expire_lua, ""},
+    [RS_PSET_ADD] = {"pset_add", pset_add_lua, ""},
     [RS_PSET_REM] = {"pset_rem", pset_rem_lua, ""},
-    [RS_TLTRIM] = {"tltrim", tltrim_lua, ""},       [RS_QCLAIM] = {"qclaim", qclaim_lua, ""},
+    [RS_TLTRIM] = {"tltrim", tltrim_lua, ""},
+    [RS_QCLAIM] = {"qclaim", qclaim_lua, ""},
     [RS_DEL_IF_EQUAL] = {"del_if_equal", del_if_equal_lua, ""},
     [RS_ZINCR_WITH] = {"zincr_with", zincr_with_lua, ""},
 };

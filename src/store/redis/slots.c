@@ -73,4 +73,3 @@ const char *rc_slot_tag(unsigned slot) {
     pthread_once(&slot_tags_once, build_slot_tags);
     return slot_tags[slot & (RC_SLOTS - 1)];
 }
-

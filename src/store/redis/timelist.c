@@ -90,8 +90,10 @@ size_t redis_tl_build(hr_arena *a, const hr_op *op, int64_t now_ms, rc_cmd *cmd)
         arg_script(&x, cmd, RS_TLTRIM, 1);
         arg_slice(&x, t);
         arg_fmt(&x, "%lld", -(keep + 1));
-        if (op->time_ms == INT64_MIN) arg_str(&x, "");
-        else arg_i64(&x, op->time_ms);
+        if (op->time_ms == INT64_MIN)
+            arg_str(&x, "");
+        else
+            arg_i64(&x, op->time_ms);
         break;
     }
     default: return 0;

@@ -22,16 +22,16 @@ typedef struct rmeta {
     uint64_t version;  /* T_ZSET, T_DISTINCT, T_PSET: the version in every sub-key */
     uint64_t size;     /* T_ZSET: members; T_DISTINCT exact, T_PSET: members stored (live + not yet pruned) */
     uint8_t zflags;    /* T_ZSET: ZF_* */
-    hr_slice zinline;  /* T_ZSET with ZF_INLINE: its entries (rocks_zinline.c), borrowed from the raw record */
-    uint8_t mode;      /* T_DISTINCT: dmode */
-    int64_t ttl;       /* T_DISTINCT: the ttl_ms of the last add (the compaction filter uses it) */
-    int64_t width;     /* T_DISTINCT sketch: bucket width W in ms */
-    int64_t oldest;    /* T_DISTINCT exact: lower bound of the members' last-add times */
-    uint64_t seed;     /* T_PSET: the seed of the members' hashes */
-    int64_t soonest;   /* T_PSET: lower bound of the members' non-zero expire_at; INT64_MAX: none */
-    int64_t latest;    /* T_PSET: the largest non-zero expire_at of a member (exact while forever is 0) */
-    uint64_t forever;  /* T_PSET: members that never expire (expire_at 0) */
-    uint8_t bits;      /* T_PSET: the set has 2^bits chunks (0..PSET_MAX_BITS) */
+    hr_slice zinline; /* T_ZSET with ZF_INLINE: its entries (rocks_zinline.c), borrowed from the raw record */
+    uint8_t mode;     /* T_DISTINCT: dmode */
+    int64_t ttl;      /* T_DISTINCT: the ttl_ms of the last add (the compaction filter uses it) */
+    int64_t width;    /* T_DISTINCT sketch: bucket width W in ms */
+    int64_t oldest;   /* T_DISTINCT exact: lower bound of the members' last-add times */
+    uint64_t seed;    /* T_PSET: the seed of the members' hashes */
+    int64_t soonest;  /* T_PSET: lower bound of the members' non-zero expire_at; INT64_MAX: none */
+    int64_t latest;   /* T_PSET: the largest non-zero expire_at of a member (exact while forever is 0) */
+    uint64_t forever; /* T_PSET: members that never expire (expire_at 0) */
+    uint8_t bits;     /* T_PSET: the set has 2^bits chunks (0..PSET_MAX_BITS) */
 } rmeta;
 
 /* T_ZSET flags (bit 8 is unused). ZF_MEM: the set's order lives in memory

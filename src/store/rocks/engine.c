@@ -416,8 +416,8 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
      * of a feed of 100 rarely read URLs is 100 of them. A slot per 4 KiB of
      * the chunk cache (a chunk holds 2-8 KiB). Both so that the working set
      * rarely fills both ways of a bucket (rocks/view.c). */
-    s->meta_cache = rcache_for_memory(opts->meta_cache_bytes ? opts->meta_cache_bytes : DEFAULT_META_CACHE_BYTES,
-                                      256, 4096);
+    s->meta_cache = rcache_for_memory(
+        opts->meta_cache_bytes ? opts->meta_cache_bytes : DEFAULT_META_CACHE_BYTES, 256, 4096);
     s->chunk_cache = rcache_for_memory(
         opts->chunk_cache_bytes ? opts->chunk_cache_bytes : DEFAULT_CHUNK_CACHE_BYTES, 4096, 1u << 16);
     s->zset_cache = rcache_new(ZC_SLOTS, ZC_MAX_BYTES, ZC_BUDGET);
@@ -437,7 +437,8 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
         errptr = NULL;
         s->db = rocksdb_open_column_families(o, path, CF_COUNT_, cf_names,
                                              (const rocksdb_options_t *const *)cfopts, s->cf, &errptr);
-        if (s->db) s->tl_file_options = rocksdb_options_create_copy(cfopts[CF_TL]); /* rocks/timelist_ingest.c */
+        if (s->db)
+            s->tl_file_options = rocksdb_options_create_copy(cfopts[CF_TL]); /* rocks/timelist_ingest.c */
         free_options(o, cfopts);
         if (s->db || strstr(errptr, "ompression") == NULL) break;
     }
@@ -618,7 +619,6 @@ static const op_fn op_table[HR_OP_COUNT_] = {
 };
 /* clang-format on */
 
-
 static int cmp_u32(const void *a, const void *b) {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     return (x > y) - (x < y);
@@ -638,9 +638,14 @@ static bool takes_stripe(hr_op_type t) {
 static bool reads_meta(hr_op_type t) {
     switch (t) {
     case HR_OP_PUT: /* overwrites it blindly */
-    case HR_OP_TLADD: case HR_OP_TLREM: case HR_OP_TLRANGE: case HR_OP_TLTRIM:
-    case HR_OP_QPUSH: case HR_OP_QCLAIM: case HR_OP_QACK: case HR_OP_QINFO: /* own key spaces */
-        return false;
+    case HR_OP_TLADD:
+    case HR_OP_TLREM:
+    case HR_OP_TLRANGE:
+    case HR_OP_TLTRIM:
+    case HR_OP_QPUSH:
+    case HR_OP_QCLAIM:
+    case HR_OP_QACK:
+    case HR_OP_QINFO: /* own key spaces */ return false;
     default: return true;
     }
 }
@@ -661,8 +666,7 @@ static uint32_t *write_stripes(hr_batch *b, tlcache *tlc, tlc_list **tlc_of, hr_
         const hr_op *op = &b->ops[i];
         if (op->result.rc != HR_OK) continue;
         if (tlc_of && is_tl_write(op->type)) tlc_of[i] = tlcache_find(tlc, op->key);
-        if (takes_stripe(op->type) || (tlc_of && tlc_of[i]))
-            st[k++] = rocks_stripe(op->key);
+        if (takes_stripe(op->type) || (tlc_of && tlc_of[i])) st[k++] = rocks_stripe(op->key);
         if (op->type == HR_OP_ZINCR_WITH) { /* its other keys */
             st[k++] = rocks_stripe(op->value);
             if (op->note_key.len > 0) st[k++] = rocks_stripe(op->note_key);
@@ -858,8 +862,8 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
         if (errptr) rc = rx_fail(&x, errptr);
     }
     if (wrote || rc == 0) rx_cache_after_write(&x, rc == 0, wrote); /* the record cache, under the locks */
-    if (rc == 0) zmem_commit(&x); /* then the sets kept in memory */
-    if (rc == 0) tlcache_apply(&x); /* and the time lists */
+    if (rc == 0) zmem_commit(&x);                                   /* then the sets kept in memory */
+    if (rc == 0) tlcache_apply(&x);                                 /* and the time lists */
     if (rc != 0) {
         zmem_abort(&x);
         fail_all(b, rc); /* nothing was written */

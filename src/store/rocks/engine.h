@@ -39,10 +39,10 @@ enum {
 /* Stripes of the read-modify-write locks (see rocks.c). A power of two. */
 #define ROCKS_STRIPES 1024u
 
-typedef struct zreg zreg;     /* the sorted sets kept in memory (rocks_zmem.c) */
-typedef struct rcache rcache; /* recently used records of one kind (rocks_view.c) */
-typedef struct rblob rblob;   /* one record of an rcache, shared by reference (rocks_view.c) */
-typedef struct vspares vspares; /* emptied view tables kept for reuse (rocks_view.c) */
+typedef struct zreg zreg;             /* the sorted sets kept in memory (rocks_zmem.c) */
+typedef struct rcache rcache;         /* recently used records of one kind (rocks_view.c) */
+typedef struct rblob rblob;           /* one record of an rcache, shared by reference (rocks_view.c) */
+typedef struct vspares vspares;       /* emptied view tables kept for reuse (rocks_view.c) */
 typedef struct tlcache tlcache;       /* hot time lists' newest entries (rocks_tlcache.c) */
 typedef struct tlc_list tlc_list;     /* one of them */
 typedef struct tlc_change tlc_change; /* a batch's change to one, applied after its commit */
@@ -77,15 +77,16 @@ typedef struct rocks_store {
     atomic_bool filters_may_read;
     zreg *zreg;
     tlcache *tlc;
-    rcache *meta_cache;  /* metadata records */
-    rcache *chunk_cache; /* packed-set chunks */
-    rcache *zset_cache;  /* whole small sorted sets on disk (rocks_zcache.c) */
-    rcache *pset_images; /* images of large packed sets (rocks_pimage.c) */
+    rcache *meta_cache;        /* metadata records */
+    rcache *chunk_cache;       /* packed-set chunks */
+    rcache *zset_cache;        /* whole small sorted sets on disk (rocks_zcache.c) */
+    rcache *pset_images;       /* images of large packed sets (rocks_pimage.c) */
     struct pimg_log *pimg_log; /* the chunks written since, for the images to leave out */
-    _Atomic int64_t pimg_built[PIMG_COOLDOWN_SLOTS]; /* when a set hashing here last had an image built (ms) */
-    _Atomic uint64_t pimg_tests; /* packed-set tests answered from an image (tests) */
-    struct pcols *pcols;         /* member columns of the most tested images (rocks_pcols.c) */
-    vspares *views;      /* batches' emptied view tables */
+    _Atomic int64_t
+        pimg_built[PIMG_COOLDOWN_SLOTS]; /* when a set hashing here last had an image built (ms) */
+    _Atomic uint64_t pimg_tests;         /* packed-set tests answered from an image (tests) */
+    struct pcols *pcols;                 /* member columns of the most tested images (rocks_pcols.c) */
+    vspares *views;                      /* batches' emptied view tables */
     pthread_mutex_t stripes[ROCKS_STRIPES];
     struct rqueues *queues; /* the queues' in-memory state (rocks_queue.c) */
     uint64_t open_seq;      /* the DB's latest sequence number when open returned */

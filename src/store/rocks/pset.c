@@ -338,7 +338,8 @@ static bool cref_find(const cref *r, uint64_t h, unsigned bits, int64_t *expire_
     size_t n = r->n, lo, hi;
     window_of(n, h, bits, &lo, &hi);
     const unsigned char *p;
-    if ((lo == 0 || hr_load_u64be(r->hs + 8 * (lo - 1)) < h) && (hi == n || hr_load_u64be(r->hs + 8 * hi) > h))
+    if ((lo == 0 || hr_load_u64be(r->hs + 8 * (lo - 1)) < h) &&
+        (hi == n || hr_load_u64be(r->hs + 8 * hi) > h))
         p = last_at_most(r->hs + 8 * lo, hi - lo, h);
     else
         p = last_at_most(r->hs, n, h);
@@ -777,7 +778,8 @@ void pset_plan(rx *x, const hr_op *op, const rmeta *m, rplan *p) {
          * misses, at nearly every member, and the slot's lock keeps the CPU
          * from overlapping them. */
         for (size_t j = 0; j < ncs; j++) {
-            if (j + 2 * RX_AHEAD < ncs) rx_cache_prefetch(x, CF_SUB, ckey_at(&k, cs[j + 2 * RX_AHEAD]), false);
+            if (j + 2 * RX_AHEAD < ncs)
+                rx_cache_prefetch(x, CF_SUB, ckey_at(&k, cs[j + 2 * RX_AHEAD]), false);
             if (j + RX_AHEAD < ncs) rx_cache_prefetch(x, CF_SUB, ckey_at(&k, cs[j + RX_AHEAD]), true);
             plan_chunk(x, p, ckey_at(&k, cs[j]));
         }

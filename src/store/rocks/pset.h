@@ -22,11 +22,11 @@ int op_pset_card(rx *x, hr_op *op);
 #define PIMG_MIN_CHUNKS 2
 #define PIMG_MIN_MEMBERS 64
 #define PIMG_MAX_BYTES ((size_t)16 << 20) /* a larger set (~700,000 members) has no image */
-#define PIMG_SLOTS 16384               /* the cache's slots */
-#define PIMG_REBUILD_MS 1000           /* a set's image is built at most once in this time */
+#define PIMG_SLOTS 16384                  /* the cache's slots */
+#define PIMG_REBUILD_MS 1000              /* a set's image is built at most once in this time */
 #define PIMG_BUILDS_PER_BATCH 4
-#define PIMG_LOG_SLOTS 1024   /* the write log's slots, by the sets' key hashes */
-#define PIMG_LOG_ENTRIES 64   /* the writes a slot remembers */
+#define PIMG_LOG_SLOTS 1024 /* the write log's slots, by the sets' key hashes */
+#define PIMG_LOG_ENTRIES 64 /* the writes a slot remembers */
 /* An image opened for searching: of the set's chunks as its snapshot saw
  * them, after the sequence number stamp, cut into 2^bits chunks. */
 typedef struct pimg {

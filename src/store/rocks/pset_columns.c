@@ -98,8 +98,8 @@ typedef struct pcol {
     uint64_t key_hash, version, stamp;
     int64_t filled_at, valid_until, exc_soonest;
     unsigned char key[PCOL_KEY_MAX];
-    _Atomic uint64_t gen;       /* odd while FILLING */
-    _Atomic int64_t last_used;  /* ms; refreshed at most once a second */
+    _Atomic uint64_t gen;      /* odd while FILLING */
+    _Atomic int64_t last_used; /* ms; refreshed at most once a second */
     /* touched only by the column's filler */
     uint32_t *rows_set;
     size_t nset, set_cap;
@@ -332,7 +332,8 @@ static bool column_of(rx *x, pcols *p, hr_slice key, const rmeta *m, const pimg 
     bool may_fill = x->pcol_fills < PCOL_FILLS_PER_BATCH;
     for (int w = 0; w < PCOL_WAYS; w++) {
         pcol *c = &p->cols[b * PCOL_WAYS + w];
-        if (c->state == PC_EMPTY || c->key_hash != kh || c->klen != key.len || memcmp(c->key, key.ptr, key.len))
+        if (c->state == PC_EMPTY || c->key_hash != kh || c->klen != key.len ||
+            memcmp(c->key, key.ptr, key.len))
             continue; /* another set's */
         bool of_img = col_is(c, kh, key, m, img);
         if (c->state == PC_FILLING || (c->state == PC_FAILED && now - c->filled_at < PCOL_RETRY_MS) ||
@@ -421,7 +422,8 @@ static const uint32_t *rows_of(rx *x, pcols *p, const hr_op *op) {
             x->pcol_cap = n;
         }
         for (size_t i = 0; i < n; i++) {
-            if (i + PREFETCH_AHEAD < n) __builtin_prefetch(&p->keys[row_home(p, op->u64s[i + PREFETCH_AHEAD])]);
+            if (i + PREFETCH_AHEAD < n)
+                __builtin_prefetch(&p->keys[row_home(p, op->u64s[i + PREFETCH_AHEAD])]);
             x->pcol_rows[i] = row_find(p, op->u64s[i]);
         }
         x->pcol_looked_up = true;
@@ -452,7 +454,9 @@ bool pcols_test(rx *x, const hr_op *op, const rmeta *m, const pimg *img, unsigne
             __builtin_prefetch(row_word(p, rows[i + PREFETCH_AHEAD], v.col));
         unsigned char in = 0;
         if (rows[i] != NO_ROW)
-            in = (unsigned char)(atomic_load_explicit(row_word(p, rows[i], v.col), memory_order_relaxed) >> shift & 1);
+            in = (unsigned char)(atomic_load_explicit(row_word(p, rows[i], v.col), memory_order_relaxed) >>
+                                     shift &
+                                 1);
         out[i] = in;
         hits += in;
     }

@@ -247,7 +247,8 @@ static void log_append(lslot *sl, uint64_t set, uint32_t chunk, const rx *writer
 
 /* The batch's pending write of (set, chunk) ends: committed at or before
  * stamp if wrote, else void. */
-static void log_settle(lslot *sl, uint64_t set, uint32_t chunk, const rx *writer, bool wrote, uint64_t stamp) {
+static void log_settle(lslot *sl, uint64_t set, uint32_t chunk, const rx *writer, bool wrote,
+                       uint64_t stamp) {
     for (uint32_t i = 0; i < sl->n; i++) {
         lentry *e = entry_at(sl, i);
         if (e->writer == writer && e->stamp == PENDING && e->set == set && e->chunk == chunk) {

@@ -151,9 +151,12 @@ static bool seq_of(hr_slice id, uint64_t *seq) {
     for (size_t i = 0; i < ID_LEN; i++) {
         char c = id.ptr[i];
         unsigned d;
-        if (c >= '0' && c <= '9') d = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f') d = (unsigned)(c - 'a' + 10);
-        else return false;
+        if (c >= '0' && c <= '9')
+            d = (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            d = (unsigned)(c - 'a' + 10);
+        else
+            return false;
         v = v << 4 | d;
     }
     *seq = v;
@@ -275,8 +278,10 @@ static size_t lease_pos(const rqueue *q, uint64_t seq) {
     size_t lo = 0, hi = q->n_leases;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (q->leases[mid].seq < seq) lo = mid + 1;
-        else hi = mid;
+        if (q->leases[mid].seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }

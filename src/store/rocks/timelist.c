@@ -224,7 +224,8 @@ static void note_kept(rx *x, const hr_op *op, bool add) {
     tlc_list *l = kept(x, op);
     if (l == NULL) return;
     size_t plen = tl_list_prefix_len(op->key);
-    tlcache_note(x, l, add, hr_slice_of(x->tlkey.data + plen, x->tlkey.len - plen), add ? op->expire_at_ms : 0);
+    tlcache_note(x, l, add, hr_slice_of(x->tlkey.data + plen, x->tlkey.len - plen),
+                 add ? op->expire_at_ms : 0);
 }
 
 int op_tladd(rx *x, hr_op *op) {
@@ -290,8 +291,8 @@ static bool range_from_memory(rx *x, hr_op *op, hr_slice lo, hr_slice hi, int *r
     size_t plen = tl_list_prefix_len(op->key);
     hr_slice lo_sfx = hr_slice_of(lo.ptr + plen, lo.len - plen);
     /* hi is the list's end (no bound) or prefix + the after_ms position. */
-    hr_slice hi_sfx = op->tlrange.after_ms != INT64_MIN ? hr_slice_of(hi.ptr + plen, hi.len - plen)
-                                                        : hr_slice_of(NULL, 0);
+    hr_slice hi_sfx =
+        op->tlrange.after_ms != INT64_MIN ? hr_slice_of(hi.ptr + plen, hi.len - plen) : hr_slice_of(NULL, 0);
     return tlcache_range(x->s->tlc, l, lo_sfx, hi_sfx, &op->tlrange, &x->b->arena, &op->result, rc, x->err);
 }
 

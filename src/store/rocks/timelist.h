@@ -20,9 +20,9 @@ int op_tltrim(rx *x, hr_op *op);
 
 /* The key encoding (drawn in rocks_tl.c), exposed for the tests. Each
  * appends to out. */
-void tl_list_prefix(hr_buf *out, hr_slice list);      /* hash | len | list */
-void tl_list_end(hr_buf *out, hr_slice list);         /* the first key after the list */
-void tl_member_encode(hr_buf *out, hr_slice member);  /* escaped, order-reversing */
+void tl_list_prefix(hr_buf *out, hr_slice list);     /* hash | len | list */
+void tl_list_end(hr_buf *out, hr_slice list);        /* the first key after the list */
+void tl_member_encode(hr_buf *out, hr_slice member); /* escaped, order-reversing */
 /* The length of tl_list_prefix's encoding of list. */
 static inline size_t tl_list_prefix_len(hr_slice list) {
     return 8 + 2 + list.len;
@@ -70,8 +70,8 @@ tlc_list *tlcache_find(tlcache *c, hr_slice list);
  * the list) from memory, as op_tlrange would at the latest committed state:
  * true when answered (res filled; *rc 0 or HR_EIO), false when the list is
  * not loaded yet or the range reaches past what it holds. */
-bool tlcache_range(tlcache *c, tlc_list *l, hr_slice lo, hr_slice hi, const hr_tlrange_spec *sp, hr_arena *out,
-                   hr_result *res, int *rc, hr_err *err);
+bool tlcache_range(tlcache *c, tlc_list *l, hr_slice lo, hr_slice hi, const hr_tlrange_spec *sp,
+                   hr_arena *out, hr_result *res, int *rc, hr_err *err);
 /* Record a write of the batch to a kept list (the batch holds the list's
  * stripe), applied by tlcache_apply after the commit, in order. */
 void tlcache_note(rx *x, tlc_list *l, bool add, hr_slice sfx, int64_t expire_at);

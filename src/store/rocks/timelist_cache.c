@@ -51,8 +51,8 @@
 #include "common/log.h"
 #include "store/rocks/timelist.h"
 
-#define TLC_SLOTS 2048       /* registry slots (open addressing), twice the lists */
-#define TLC_MAX_LISTS 1024   /* lists kept at most */
+#define TLC_SLOTS 2048        /* registry slots (open addressing), twice the lists */
+#define TLC_MAX_LISTS 1024    /* lists kept at most */
 #define TLC_KEEP_DEFAULT 1024 /* newest entries loaded; a list holds up to twice that */
 
 typedef struct tlc_item {
@@ -244,8 +244,8 @@ static bool range_locked(tlc_list *l, hr_slice lo, hr_slice hi, const hr_tlrange
     return l->floor == NULL || (hi.ptr && sfx_cmp(l->floor, l->floor_len, hi.ptr, hi.len) >= 0);
 }
 
-bool tlcache_range(tlcache *c, tlc_list *l, hr_slice lo, hr_slice hi, const hr_tlrange_spec *sp, hr_arena *out,
-                   hr_result *res, int *rc, hr_err *err) {
+bool tlcache_range(tlcache *c, tlc_list *l, hr_slice lo, hr_slice hi, const hr_tlrange_spec *sp,
+                   hr_arena *out, hr_result *res, int *rc, hr_err *err) {
     pthread_mutex_lock(&l->mu);
     bool answered = range_locked(l, lo, hi, sp, out, res, rc, err);
     pthread_mutex_unlock(&l->mu);
@@ -364,7 +364,7 @@ static void keep_list(rocks_store *s, hr_slice list) {
     if (load(s, l, c->keep) == 0) {
         l->ready = true;
         hr_info("rocksdb: time list '%.*s' (%zu newest entries%s) kept in memory", (int)list.len, list.ptr,
-                    l->n, l->floor ? ", more on disk" : "");
+                l->n, l->floor ? ", more on disk" : "");
     }
     pthread_mutex_unlock(&l->mu);
     pthread_mutex_unlock(stripe);

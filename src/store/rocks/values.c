@@ -132,4 +132,3 @@ int op_counter_get(rx *x, hr_op *op) {
         op->result.num = m.counter;
     return 0;
 }
-

@@ -595,7 +595,8 @@ static rbucket *bucket_lock(rcache *c, hr_slice key, uint64_t *h, pthread_mutex_
 }
 
 static bool way_holds(const rway *w, uint64_t h, hr_slice key) {
-    return w->state != V_EMPTY && w->hash == h && w->klen == key.len && memcmp(w->blob->bytes, key.ptr, key.len) == 0;
+    return w->state != V_EMPTY && w->hash == h && w->klen == key.len &&
+           memcmp(w->blob->bytes, key.ptr, key.len) == 0;
 }
 
 /* The way of a locked bucket that holds key, or NULL. */

@@ -453,8 +453,12 @@ static int zset_write_score(rx *x, hr_op *op, bool increment) {
     return 0;
 }
 
-int op_zadd(rx *x, hr_op *op) { return zset_write_score(x, op, false); }
-int op_zincr(rx *x, hr_op *op) { return zset_write_score(x, op, true); }
+int op_zadd(rx *x, hr_op *op) {
+    return zset_write_score(x, op, false);
+}
+int op_zincr(rx *x, hr_op *op) {
+    return zset_write_score(x, op, true);
+}
 
 /* The batch holds the stripes of its keys (rocks/engine.c, write_stripes), so the
  * increment and the writes it brings are one step for other writers. */

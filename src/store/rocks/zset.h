@@ -67,8 +67,8 @@ bool ztl_score_ok(double score); /* an integer with |score| <= 2^53 */
 void ztl_write(rx *x, hr_slice key, uint64_t version, hr_slice member, bool had_old, uint64_t old_enc,
                uint64_t enc);
 void ztl_remove(rx *x, hr_slice key, uint64_t version, hr_slice member, uint64_t enc);
-int ztl_scan(rx *x, hr_slice key, uint64_t version, bool reverse, double min, double max, const hr_slice *after,
-             zs_visit visit, void *ctx);
+int ztl_scan(rx *x, hr_slice key, uint64_t version, bool reverse, double min, double max,
+             const hr_slice *after, zs_visit visit, void *ctx);
 /* Append the key of member's record in (key, version)'s set to out:
  * prefix | member bytes. */
 void zs_member_key(hr_buf *out, hr_slice key, uint64_t version, hr_slice member);
@@ -145,7 +145,6 @@ void zc_after_write(rx *x, bool ok, bool wrote, uint64_t stamp);
  * subtract them from m->size (the caller writes m); *removed is how many. */
 int zs_remove_range(rx *x, hr_slice key, rmeta *m, bool reverse, double min, double max, size_t limit,
                     uint64_t *removed);
-
 
 /* Sorted sets kept in memory (rocks_zmem.c)                                 */
 

@@ -72,9 +72,11 @@ static bool tee_visit(void *ctx, uint64_t enc, hr_slice member) {
 }
 
 static void offer_later(rx *x, hr_slice key, hr_slice value) {
-    x->zc_offers = arena_grow(&x->mem, x->zc_offers, x->zc_noffers, &x->zc_offers_cap, sizeof *x->zc_offers, 8, 0);
+    x->zc_offers =
+        arena_grow(&x->mem, x->zc_offers, x->zc_noffers, &x->zc_offers_cap, sizeof *x->zc_offers, 8, 0);
     x->zc_offers[x->zc_noffers++] = hr_arena_copy(&x->mem, key);
-    x->zc_offers = arena_grow(&x->mem, x->zc_offers, x->zc_noffers, &x->zc_offers_cap, sizeof *x->zc_offers, 8, 0);
+    x->zc_offers =
+        arena_grow(&x->mem, x->zc_offers, x->zc_noffers, &x->zc_offers_cap, sizeof *x->zc_offers, 8, 0);
     x->zc_offers[x->zc_noffers++] = hr_arena_copy(&x->mem, value);
 }
 
@@ -87,7 +89,8 @@ int zc_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, doubl
     bool cacheable = m->size <= ZC_MAX_MEMBERS && !x->dirty;
     hr_slice cached;
     rblob *held = NULL;
-    if (cacheable && rcache_take(x->s->zset_cache, key, x->seq, &held, &cached)) /* held as long as the results */
+    if (cacheable &&
+        rcache_take(x->s->zset_cache, key, x->seq, &held, &cached)) /* held as long as the results */
         hr_batch_hold(x->b, release_blob, held);
     if (held && cached.len >= ZC_VERSION_BYTES && load_u64(cached.ptr) == m->version) {
         if (held == x->zc_unless) { /* the caller has these entries already */
@@ -96,8 +99,8 @@ int zc_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, doubl
         }
         x->zc_origin = held;
         x->zc_lasting = cached; /* op_zrange's results may point into it */
-        zi_walk(&x->mem, hr_slice_of(cached.ptr + ZC_VERSION_BYTES, cached.len - ZC_VERSION_BYTES), reverse, min,
-                max, after, visit, ctx);
+        zi_walk(&x->mem, hr_slice_of(cached.ptr + ZC_VERSION_BYTES, cached.len - ZC_VERSION_BYTES), reverse,
+                min, max, after, visit, ctx);
         x->zc_lasting = hr_slice_of(NULL, 0);
         return 0;
     }
@@ -136,7 +139,8 @@ int zc_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, doubl
 }
 
 void zc_note_write(rx *x, hr_slice key) {
-    if (x->zc_nwritten && hr_slice_eq(x->zc_written[x->zc_nwritten - 1], key)) return; /* the same set again */
+    if (x->zc_nwritten && hr_slice_eq(x->zc_written[x->zc_nwritten - 1], key))
+        return; /* the same set again */
     x->zc_written =
         arena_grow(&x->mem, x->zc_written, x->zc_nwritten, &x->zc_written_cap, sizeof *x->zc_written, 8, 0);
     x->zc_written[x->zc_nwritten++] = hr_arena_copy(&x->mem, key);

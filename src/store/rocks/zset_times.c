@@ -131,8 +131,8 @@ static void first_key(hr_buf *lo, hr_slice list, int64_t tmax, bool reverse, con
     tl_start_after(lo, list, (int64_t)c, hr_slice_of(after->ptr + 8, after->len - 8));
 }
 
-int ztl_scan(rx *x, hr_slice key, uint64_t version, bool reverse, double min, double max, const hr_slice *after,
-             zs_visit visit, void *ctx) {
+int ztl_scan(rx *x, hr_slice key, uint64_t version, bool reverse, double min, double max,
+             const hr_slice *after, zs_visit visit, void *ctx) {
     if (!(min <= max)) return 0;
     int64_t tmax = max >= EXACT_MAX ? INT64_MAX : (int64_t)floor(max);
     int64_t tmin = min <= -EXACT_MAX ? INT64_MIN : (int64_t)ceil(min);
