@@ -116,7 +116,7 @@ bench: deps
 	@bench/run.sh
 
 format:
-	clang-format -i $$(find src tests -name '*.[ch]')
+	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
 	rm -rf $(BUILD)
