@@ -24,7 +24,9 @@ REL_LIBS   = $(DEP_LIBS) $(shell pkg-config --libs jemalloc 2>/dev/null)
 LIB_SRC  := $(sort $(wildcard src/common/*.c src/store/*.c src/store/rocks/*.c src/store/redis/*.c src/http/*.c \
                                src/core/*.c src/api/*.c src/load/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
-UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
+# tests/unit/ mirrors src/; its shared helpers (support.h, fault_store.h) sit at
+# its top, found through -Itests/unit.
+UNIT_SRC := $(sort $(shell find tests/unit -name '*.c'))
 
 # Unit tests and the server the end-to-end tests run are built with
 # AddressSanitizer and UndefinedBehaviorSanitizer, in their own tree.
@@ -81,7 +83,7 @@ $(BUILD)/ingest_micro: $(BUILD)/bench/micro/ingest_micro.o
 
 $(SAN)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(filter-out -O2,$(CFLAGS)) $(SANFLAGS) $(DEP_CFLAGS) -c $< -o $@
+	$(CC) $(filter-out -O2,$(CFLAGS)) $(SANFLAGS) $(DEP_CFLAGS) -Itests/unit -c $< -o $@
 
 $(SAN)/libherald.a: $(SAN_OBJ)
 	rm -f $@

@@ -259,7 +259,7 @@ def test_opting_out_hides_at_once(server):
 
 def test_popular_page_answered_from_a_packed_set(server):
     """A page read by many more people than the user has friends is answered from a
-    packed set (with three friends, the page's set of readers; tests/unit/test_reading_friends.c
+    packed set (with three friends, the page's set of readers; tests/unit/core/test_reading_friends.c
     forces each side): the same answer, and opt-out still hides at once."""
     site = fresh_site()
     select(server, site)

@@ -249,7 +249,7 @@ static void one_world(env *e, unsigned seed) {
             one_world(e, s);                                                                                 \
         }                                                                                                    \
     }                                                                                                        \
-    BOTH_BACKENDS(check_feed_pages_##part, run_big)
+    FEEDS_TEST(run_big, check_feed_pages_##part)
 
 PAGES_CHECK(0)
 PAGES_CHECK(1)

@@ -46,10 +46,11 @@ void run_max5(const char *kind, env_check check);
 /* A world anew over the same store: a new namespace, graph and feeds. */
 void env_renew(env *e);
 
-/* Each check on both backends, and on RocksDB with the fan-out's adds
- * gathered into table files (e.fo.bulk). */
-#define BOTH_BACKENDS(check, runner)                                                                         \
-    TEST_BOTH_BACKENDS(feeds_rocksdb, feeds_redis, runner, check)                                            \
+/* A feeds check on both stores (BOTH_STORES, suites feeds_rocksdb and
+ * feeds_redis), and on RocksDB with the fan-out's adds gathered into table
+ * files (e.fo.bulk, suite feeds_rocksdb_files). */
+#define FEEDS_TEST(runner, check)                                                                            \
+    BOTH_STORES(feeds, runner, check)                                                                        \
     Test(feeds_rocksdb_files, check) {                                                                       \
         runner("rocksdb-files", check);                                                                      \
     }

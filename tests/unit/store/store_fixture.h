@@ -1,19 +1,17 @@
 /* store_fixture.h — the store conformance fixture: each primitive family's
  * checks live in a file of their own and run on both backends.
  *
- * Used by test_store*.c and test_rocks_tlcache.c. test_store.c,
- * test_store_zset.c, test_store_zmodel.c, test_store_distinct.c and
- * test_store_pset.c (which share store_checks.h) add a third suite, RocksDB
- * with every sorted set kept in memory (fx_rocksmem_init): STORE_SUITES_MEM
- * and STORE_TEST_IN_MEM.
+ * Used by test_store*.c and test_rocks_tlcache.c.
  *
- * STORE_SUITES(rocks_suite, redis_suite) declares a pair of suites, and
- * STORE_TEST_IN(rocks_suite, redis_suite, name) registers one check,
- * `check_NAME(hr_store *s)`, in both: on RocksDB in a fresh temporary
- * directory (removed afterwards), and on the Redis Cluster named by
- * $HERALD_TEST_REDIS (a missing variable fails the redis tests, never skips
- * them). Keys are namespaced by a random prefix per test: K("name") is
- * "t:<random>:name", KT("name") "{t:<random>}:name" (one hash slot).
+ * STORE_SUITES(suite) declares suites suite_rocksdb and suite_redis, and
+ * STORE_TEST(suite, name) registers one check, `name(hr_store *s)`, in both
+ * (BOTH_STORES, support.h): on RocksDB in a fresh temporary directory
+ * (removed afterwards), and on the Redis Cluster named by $HERALD_TEST_REDIS
+ * (a missing variable fails the redis tests, never skips them).
+ * STORE_SUITES_MEM and STORE_TEST_MEM add suite_rocksmem, RocksDB with every
+ * sorted set kept in memory (fx_rocksmem_init). Keys are namespaced by a
+ * random prefix per test: K("name") is "t:<random>:name", KT("name")
+ * "{t:<random>}:name" (one hash slot).
  *
  * Everything here is static: each test file gets its own copy. */
 #ifndef HR_TEST_STORE_FIXTURE_H
@@ -29,6 +27,7 @@
 
 #include "common/arena.h"
 #include "store/store.h"
+#include "support.h"
 
 static hr_store *S;                 /* the store under test, or NULL */
 static hr_store_options store_opts; /* what S is opened with (zeros: the defaults) */
@@ -122,33 +121,34 @@ static inline hr_store *fx_reopen(void) {
     return require_store();
 }
 
-#define STORE_SUITES(rocks_suite, redis_suite)                                                               \
-    TestSuite(rocks_suite, .init = fx_rocks_init, .fini = fx_rocks_fini, .timeout = 60);                     \
-    TestSuite(redis_suite, .init = fx_redis_init, .fini = fx_fini, .timeout = 60)
+/* Suites suite_rocksdb and suite_redis, whose .init opens S on that store
+ * (and .fini closes it); STORE_SUITES_MEM adds suite_rocksmem, RocksDB with
+ * every sorted set kept in memory from its creation. */
+#define STORE_SUITES(suite)                                                                                  \
+    TestSuite(suite##_rocksdb, .init = fx_rocks_init, .fini = fx_rocks_fini, .timeout = 60);                 \
+    TestSuite(suite##_redis, .init = fx_redis_init, .fini = fx_fini, .timeout = 60)
+#define STORE_SUITES_MEM(suite)                                                                              \
+    STORE_SUITES(suite);                                                                                     \
+    TestSuite(suite##_rocksmem, .init = fx_rocksmem_init, .fini = fx_rocks_fini, .timeout = 60)
 
-/* One check, registered for both backends. */
-#define STORE_TEST_IN(rocks_suite, redis_suite, name)                                                        \
-    static void check_##name(hr_store *s);                                                                   \
-    Test(rocks_suite, name) {                                                                                \
-        check_##name(require_store());                                                                       \
-    }                                                                                                        \
-    Test(redis_suite, name) {                                                                                \
-        check_##name(require_store());                                                                       \
-    }                                                                                                        \
-    static void check_##name(hr_store *s)
+/* The runner of store checks (BOTH_STORES): the suite's .init opened S. */
+static inline void store_check(const char *kind, void (*check)(hr_store *s)) {
+    (void)kind;
+    check(require_store());
+}
 
-/* The same with a third suite, RocksDB with every sorted set kept in memory
- * from its creation (rocksmem_suite, between the other two). */
-#define STORE_SUITES_MEM(rocks_suite, rocksmem_suite, redis_suite)                                           \
-    STORE_SUITES(rocks_suite, redis_suite);                                                                  \
-    TestSuite(rocksmem_suite, .init = fx_rocksmem_init, .fini = fx_rocks_fini, .timeout = 60)
-
-#define STORE_TEST_IN_MEM(rocks_suite, rocksmem_suite, redis_suite, name)                                    \
-    static void check_##name(hr_store *s);                                                                   \
-    Test(rocksmem_suite, name) {                                                                             \
-        check_##name(require_store());                                                                       \
+/* One check, `static void name(hr_store *s)`, whose body follows, on both
+ * stores; STORE_TEST_MEM also in suite_rocksmem. */
+#define STORE_TEST(suite, name)                                                                              \
+    static void name(hr_store *s);                                                                           \
+    BOTH_STORES(suite, store_check, name)                                                                    \
+    static void name(hr_store *s)
+#define STORE_TEST_MEM(suite, name)                                                                          \
+    static void name(hr_store *s);                                                                           \
+    Test(suite##_rocksmem, name) {                                                                           \
+        name(require_store());                                                                               \
     }                                                                                                        \
-    STORE_TEST_IN(rocks_suite, redis_suite, name)
+    STORE_TEST(suite, name)
 
 /* This test's key `name` (binary-safe: n bytes). */
 static inline hr_slice Kn(const char *name, size_t n) {

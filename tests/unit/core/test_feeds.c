@@ -100,7 +100,7 @@ static void check_friends_follow_mutual(env *e) {
                  HR_EINVAL);
     hr_batch_free(bt);
 }
-BOTH_BACKENDS(check_friends_follow_mutual, run_default)
+FEEDS_TEST(run_default, check_friends_follow_mutual)
 
 /* ---- fan-out ---- */
 
@@ -127,7 +127,7 @@ static void check_fanout_reaches_followers_and_members(env *e) {
     cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "m1", 10), x.id);
     cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "star", 10), "");
 }
-BOTH_BACKENDS(check_fanout_reaches_followers_and_members, run_default)
+FEEDS_TEST(run_default, check_fanout_reaches_followers_and_members)
 
 static void check_fanout_resumes_from_its_checkpoint(env *e) {
     char name[32];
@@ -168,7 +168,7 @@ static void check_fanout_resumes_from_its_checkpoint(env *e) {
     }
     cr_assert_eq(depth(e), 0);
 }
-BOTH_BACKENDS(check_fanout_resumes_from_its_checkpoint, run_default)
+FEEDS_TEST(run_default, check_fanout_resumes_from_its_checkpoint)
 
 /* A worker dies (max_batches) in its second job, after finishing the
  * first. Page by page, the first job was written and acked; gathering, its
@@ -206,7 +206,7 @@ static void check_no_job_is_acked_before_its_adds(env *e) {
     }
     cr_assert_eq(depth(e), 0);
 }
-BOTH_BACKENDS(check_no_job_is_acked_before_its_adds, run_default)
+FEEDS_TEST(run_default, check_no_job_is_acked_before_its_adds)
 
 static void check_delete_hides_then_cleans_up(env *e) {
     follow(e, "f1", "star");
@@ -232,7 +232,7 @@ static void check_delete_hides_then_cleans_up(env *e) {
     hr_batch_free(b);
     hr_buf_free(&k);
 }
-BOTH_BACKENDS(check_delete_hides_then_cleans_up, run_default)
+FEEDS_TEST(run_default, check_delete_hides_then_cleans_up)
 
 static void check_backfill_and_unlink(env *e) {
     hr_activity x1 = post(e, "star", NULL, T0);
@@ -248,7 +248,7 @@ static void check_backfill_and_unlink(env *e) {
     drain(e);
     cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "me", 10), "");
 }
-BOTH_BACKENDS(check_backfill_and_unlink, run_default)
+FEEDS_TEST(run_default, check_backfill_and_unlink)
 
 static void unfollow_star(void *arg) {
     unfollow(arg, "me", "star");
@@ -280,7 +280,7 @@ static void check_unfollow_during_a_gathered_post(env *e) {
     drain(e);
     cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "me", 10), "");
 }
-BOTH_BACKENDS(check_unfollow_during_a_gathered_post, run_default)
+FEEDS_TEST(run_default, check_unfollow_during_a_gathered_post)
 
 static void check_big_accounts_merge_at_read(env *e) {
     follow(e, "f1", "star");
@@ -310,7 +310,7 @@ static void check_big_accounts_merge_at_read(env *e) {
     cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "f4", 10), x3.id);
     cr_assert_eq(hr_store_batches_total() - batches, 2, "two round trips for a page");
 }
-BOTH_BACKENDS(check_big_accounts_merge_at_read, run_big)
+FEEDS_TEST(run_big, check_big_accounts_merge_at_read)
 
 /* ---- home first pages kept in memory (feeds_memo.c) ---- */
 
@@ -399,7 +399,7 @@ static void check_first_pages_are_kept_until_what_they_show_changes(env *e) {
     e->now = T0 + 60LL * 86400000;
     cr_assert_gt(page_batches(e, "other", 10, ""), 0, "expired");
 }
-BOTH_BACKENDS(check_first_pages_are_kept_until_what_they_show_changes, run_default)
+FEEDS_TEST(run_default, check_first_pages_are_kept_until_what_they_show_changes)
 
 /* A page that shows the entry after its last as a next cursor: kept, and
  * the cursor goes when that entry expires (it is read, one past the page). */
@@ -423,7 +423,7 @@ static void check_a_kept_page_knows_its_next_page(env *e) {
     cr_assert_null(page.next_cursor, "x expired: no next page");
     (void)x;
 }
-BOTH_BACKENDS(check_a_kept_page_knows_its_next_page, run_default)
+FEEDS_TEST(run_default, check_a_kept_page_knows_its_next_page)
 
 /* A big account's post is merged at read time, with no fan-out: the kept
  * page of its follower changes at once. */
@@ -439,7 +439,7 @@ static void check_a_big_accounts_post_reaches_kept_pages(env *e) {
     hr_activity x2 = post(e, "star", NULL, T0 + 5);
     cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "f1", 10), ids2(&x2, &x1), "at once, no drain");
 }
-BOTH_BACKENDS(check_a_big_accounts_post_reaches_kept_pages, run_big)
+FEEDS_TEST(run_big, check_a_big_accounts_post_reaches_kept_pages)
 
 static size_t count_feed(env *e, hr_feed_kind kind, const char *who);
 
@@ -671,4 +671,4 @@ static void request_after_a_crash(env *e) {
         tried += fault_store_every_crash(e->t.store, crash_one, &w);
     cr_assert(tried >= (hr_store_batches_atomic(e->t.store) ? 14u : 32u), "%zu crashes tried", tried);
 }
-BOTH_BACKENDS(request_after_a_crash, run_default)
+FEEDS_TEST(run_default, request_after_a_crash)

@@ -98,8 +98,6 @@ static inline void run(const char *kind, env_check check) {
     test_store_close(&e.t);
 }
 
-#define BOTH_BACKENDS(check) TEST_BOTH_BACKENDS(reading_rocksdb, reading_redis, run, check)
-
 static inline void befriend(env *e, const char *x, const char *y) {
     hr_err err = {0};
     for (int i = 0; i < 2; i++) {

@@ -6,16 +6,16 @@
  * test_store_distinct.c (distinct counts), test_store_pset.c (packed sets),
  * test_store_tl.c (time lists) and test_store_queue.c (queues).
  *
- * Each check is written once, as `check_NAME(hr_store *s)`, and STORE_TEST
- * registers it three times (store_fixture.h): in suite `rocks` on a store
- * opened on a fresh temporary directory (removed afterwards); in suite
- * `rocksmem`, the same with every sorted set kept in memory from its
- * creation (hr_store_options.zset_memory_all: the path rankings take once
- * they move into memory, src/store/rocks/zset_memory.c); and in suite `redis` on
- * the cluster named by $HERALD_TEST_REDIS (scripts/test.sh starts one and
- * sets it). The other files' suites are named after their family
- * (rocks_zset, rocksmem_zset, redis_zset...). Without the variable the
- * redis tests fail, saying so: a suite that silently passes when its
+ * Each check is written once, as `NAME(hr_store *s)`, and STORE_TEST_MEM
+ * registers it three times (store_fixture.h): in suite `store_rocksdb` on a
+ * store opened on a fresh temporary directory (removed afterwards); in
+ * suite `store_rocksmem`, the same with every sorted set kept in memory from
+ * its creation (hr_store_options.zset_memory_all: the path rankings take
+ * once they move into memory, src/store/rocks/zset_memory.c); and in suite
+ * `store_redis` on the cluster named by $HERALD_TEST_REDIS (scripts/test.sh
+ * starts one and sets it). The other files' suites are named after their
+ * family (zset_rocksdb, zset_rocksmem, zset_redis...). Without the variable
+ * the redis tests fail, saying so: a suite that silently passes when its
  * backend is missing would hide a broken backend.
  *
  * The Redis cluster is shared by every test (and every run), so each test
@@ -43,15 +43,14 @@
 #include "common/clock.h"
 #include "store_checks.h"
 
-STORE_SUITES_MEM(rocks, rocksmem, redis);
-#define STORE_TEST(name) STORE_TEST_IN_MEM(rocks, rocksmem, redis, name)
+STORE_SUITES_MEM(store);
 
 /* Values -------------------------------------------------------------------- */
 
 /* A store with nothing queued settles at once (RocksDB: after a few
  * writes, which a memtable holds; Redis: nothing to wait for). test_rocks.c
  * checks that RocksDB waits for flushes and compactions. */
-STORE_TEST(settle_of_an_idle_store_is_immediate) {
+STORE_TEST_MEM(store, settle_of_an_idle_store_is_immediate) {
     hr_batch *b = hr_batch_new();
     hr_put(b, M("settle"), M("v"), 0);
     exec(s, b);
@@ -62,7 +61,7 @@ STORE_TEST(settle_of_an_idle_store_is_immediate) {
     cr_assert(waited >= 0 && waited < 5, "waited %.2f s", waited);
 }
 
-STORE_TEST(value_get_put_del) {
+STORE_TEST_MEM(store, value_get_put_del) {
     hr_slice k = K("v");
     assert_rc(ONE(s, hr_get(B, k)), HR_ENOTFOUND);
     assert_rc(ONE(s, hr_put(B, k, M("one"), 0)), HR_OK);
@@ -76,7 +75,7 @@ STORE_TEST(value_get_put_del) {
     cr_assert_eq(ONE(s, hr_del(B, k))->num, 0, "deleting a missing key deletes nothing");
 }
 
-STORE_TEST(value_binary_safe) {
+STORE_TEST_MEM(store, value_binary_safe) {
     hr_slice k1 = Kn("a\0b\xff", 4), k2 = Kn("a\0c\xff", 4);
     const char v1[] = {'x', 0, 'y', (char)0xff, 0};
     hr_batch *b = hr_batch_new();
@@ -88,7 +87,7 @@ STORE_TEST(value_binary_safe) {
     hr_batch_free(b);
 }
 
-STORE_TEST(value_expiry) {
+STORE_TEST_MEM(store, value_expiry) {
     int64_t now = hr_now_ms();
     hr_slice k = K("e");
     ONE(s, hr_put(B, k, M("past"), now - 1000));
@@ -108,7 +107,7 @@ STORE_TEST(value_expiry) {
     assert_rc(ONE(s, hr_get(B, k)), HR_ENOTFOUND);
 }
 
-STORE_TEST(value_multi_get_100) {
+STORE_TEST_MEM(store, value_multi_get_100) {
     hr_batch *b = hr_batch_new();
     for (long i = 0; i < 100; i++)
         hr_put(b, K(Mf("mg%ld", i).ptr), Mf("value-%ld", i), 0);
@@ -132,7 +131,7 @@ STORE_TEST(value_multi_get_100) {
 
 /* Expiry of every type -------------------------------------------------------- */
 
-STORE_TEST(expire_every_type) {
+STORE_TEST_MEM(store, expire_every_type) {
     int64_t now = hr_now_ms();
     hr_distinct_params p = dp(now, 60000, 100);
     hr_batch *b = hr_batch_new();
@@ -186,7 +185,7 @@ STORE_TEST(expire_every_type) {
 
 /* Counters ------------------------------------------------------------------------ */
 
-STORE_TEST(counter_incr) {
+STORE_TEST_MEM(store, counter_incr) {
     hr_slice k = K("cnt");
     const hr_result *r = ONE(s, hr_counter_get(B, k));
     assert_rc(r, HR_OK);
@@ -215,7 +214,7 @@ static void *incr_worker(void *arg) {
     return NULL;
 }
 
-STORE_TEST(counter_concurrent_incr) {
+STORE_TEST_MEM(store, counter_concurrent_incr) {
     enum { PER = 400, TOTAL = THREADS * PER };
     worker w[THREADS];
     pthread_t t[THREADS];
@@ -240,7 +239,7 @@ STORE_TEST(counter_concurrent_incr) {
     free(seen);
 }
 
-STORE_TEST(value_put_if_missing_del_if_equal) {
+STORE_TEST_MEM(store, value_put_if_missing_del_if_equal) {
     int64_t now = hr_now_ms();
     hr_slice k = K("lock");
     cr_assert_eq(ONE(s, hr_put_if_missing(B, k, M("a"), now + 60000))->num, 1, "a missing key is written");
@@ -313,7 +312,7 @@ static void *lock_worker(void *arg) {
     return NULL;
 }
 
-STORE_TEST(value_lock_of_two_ops_excludes) {
+STORE_TEST_MEM(store, value_lock_of_two_ops_excludes) {
     enum { PER = 40 };
     locker w[THREADS];
     pthread_t t[THREADS];
@@ -330,7 +329,7 @@ STORE_TEST(value_lock_of_two_ops_excludes) {
     assert_rc(ONE(s, hr_get(B, K("mutex"))), HR_ENOTFOUND);
 }
 
-STORE_TEST(wrong_type) {
+STORE_TEST_MEM(store, wrong_type) {
     ONE(s, hr_put(B, K("str"), M("v"), 0));
     ONE(s, hr_zadd(B, K("zs"), 1, M("m")));
     hr_distinct_params p = dp(hr_now_ms(), 60000, 10);
@@ -418,7 +417,7 @@ static void *snap_reader(void *arg) {
     return NULL;
 }
 
-STORE_TEST(atomic_batches_seen_whole_under_load) {
+STORE_TEST_MEM(store, atomic_batches_seen_whole_under_load) {
     snap_shared sh = {.s = s, .a = KT("a"), .b = KT("b"), .set = KT("set")};
     pthread_t w, r[2];
     pthread_create(&w, NULL, snap_writer, &sh);
@@ -431,7 +430,7 @@ STORE_TEST(atomic_batches_seen_whole_under_load) {
     cr_assert_eq(value_of(ONE(s, hr_get(B, sh.b))), 1500);
 }
 
-STORE_TEST(batch_results_in_order) {
+STORE_TEST_MEM(store, batch_results_in_order) {
     hr_batch *b = hr_batch_new();
     hr_slice k = K("k"), c = K("c");
     size_t i0 = hr_put(b, k, M("1"), 0);
@@ -457,7 +456,7 @@ STORE_TEST(batch_results_in_order) {
     hr_batch_free(b);
 }
 
-STORE_TEST(batch_reads_its_own_writes) {
+STORE_TEST_MEM(store, batch_reads_its_own_writes) {
     hr_slice z = K("z"), d = K("d"), v = K("v");
     fill_zset(s, z);
     hr_distinct_params p = dp(hr_now_ms(), 60000, 3);
@@ -501,7 +500,7 @@ STORE_TEST(batch_reads_its_own_writes) {
     hr_batch_free(b);
 }
 
-STORE_TEST(batch_atomic) {
+STORE_TEST_MEM(store, batch_atomic) {
     hr_slice a = KT("a"), c = KT("c"), z = KT("z");
     hr_batch *b = hr_batch_new();
     hr_put(b, a, M("1"), 0);
@@ -578,13 +577,13 @@ static int torn_pair_reads(hr_store *s, hr_slice a, hr_slice bk, unsigned flags)
     return torn;
 }
 
-STORE_TEST(batch_atomic_seen_whole) {
+STORE_TEST_MEM(store, batch_atomic_seen_whole) {
     /* a reader never sees half of a concurrent atomic batch */
     int torn = torn_pair_reads(s, KT("pa"), KT("pb"), HR_EXEC_ATOMIC);
     cr_assert_eq(torn, 0, "%d of 300 reads saw half a batch", torn);
 }
 
-STORE_TEST(batches_atomic_unflagged) {
+STORE_TEST_MEM(store, batches_atomic_unflagged) {
     /* RocksDB says every batch is atomic, Redis Cluster does not; where it
      * is said, unflagged batches over keys of different hash slots are
      * seen whole, read-modify-writes included: two threads incrementing
@@ -620,7 +619,7 @@ STORE_TEST(batches_atomic_unflagged) {
     hr_batch_free(b);
 }
 
-STORE_TEST(queue_ops_run_with_the_rest_of_a_batch) {
+STORE_TEST_MEM(store, queue_ops_run_with_the_rest_of_a_batch) {
     /* The queue ops were refused (HR_ENOTSUP) until the fan-out work: now
      * they run in a batch with other ops, each with its own result
      * (test_store_queue.c checks them in depth). */
@@ -645,7 +644,7 @@ STORE_TEST(queue_ops_run_with_the_rest_of_a_batch) {
 /* Write stamps (store.h): a stamp stops holding when its key is written
  * (by any kind of write, in a batch or in bulk), not when it is read or
  * another key is written. Shared stores (Redis Cluster) have none. */
-STORE_TEST(write_stamps_follow_writes_of_their_key) {
+STORE_TEST_MEM(store, write_stamps_follow_writes_of_their_key) {
     bool shared = hr_store_shared(s);
     cr_assert_eq(hr_store_stamps_on(s), !shared);
     cr_assert_eq(hr_store_stamps(s), !shared);

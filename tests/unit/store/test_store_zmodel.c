@@ -3,7 +3,7 @@
  * many moves and ties, and whole reads that must follow every change (and,
  * under load, every atomic batch). Conformance checks, run on RocksDB, on
  * RocksDB with every sorted set in memory, and on Redis Cluster (suites
- * rocks_zmodel, rocksmem_zmodel, redis_zmodel; store_fixture.h). */
+ * zmodel_rocksdb, zmodel_rocksmem, zmodel_redis; store_fixture.h). */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -13,8 +13,7 @@
 
 #include "store_checks.h"
 
-STORE_SUITES_MEM(rocks_zmodel, rocksmem_zmodel, redis_zmodel);
-#define STORE_TEST(name) STORE_TEST_IN_MEM(rocks_zmodel, rocksmem_zmodel, redis_zmodel, name)
+STORE_SUITES_MEM(zmodel);
 
 /* Two range results hold the same entries (members and scores) and `more`. */
 static void assert_same_range(const hr_result *got, const hr_result *want, const char *what) {
@@ -79,7 +78,7 @@ static void assert_sets_agree(hr_store *s, hr_slice z, hr_slice t, int stage) {
     hr_batch_free(b);
 }
 
-STORE_TEST(a_set_of_times_answers_as_a_sorted_set) {
+STORE_TEST_MEM(zmodel, a_set_of_times_answers_as_a_sorted_set) {
     hr_slice z = K("plain"), t = K("times");
     hr_batch *b = hr_batch_new();
     /* Scores with ties and a few negatives, in batches: inline at first,
@@ -199,7 +198,7 @@ static void model_fill(hr_store *s, hr_batch *b, hr_slice z, double *score, bool
     exec(s, b);
 }
 
-STORE_TEST(zset_ranking_under_moves) {
+STORE_TEST_MEM(zmodel, zset_ranking_under_moves) {
     /* A ranking: 1200 members, then many score changes concentrated on a
      * few (as votes are), removals and new members; the order, read by
      * cursor pages both ways, always matches a model. On RocksDB this also
@@ -246,7 +245,7 @@ enum { TIE_MEMBERS = 603 };
 static member_name tie_name[TIE_MEMBERS];
 static double tie_score[TIE_MEMBERS];
 
-STORE_TEST(zset_ranking_ties_on_shared_prefixes) {
+STORE_TEST_MEM(zmodel, zset_ranking_ties_on_shared_prefixes) {
     /* Members "prefix__000".."prefix__299" (the same first 8 bytes),
      * "prefix_0".."prefix_299" (8 and 9 bytes: "prefix_1" is the head of
      * "prefix_10"), and "prefix_", "prefix__" and "p", which end inside
@@ -288,7 +287,7 @@ STORE_TEST(zset_ranking_ties_on_shared_prefixes) {
     assert_pages(s, z, tie_name, tie_score, order, n, 37);
 }
 
-STORE_TEST(zset_whole_reads_follow_changes) {
+STORE_TEST_MEM(zmodel, zset_whole_reads_follow_changes) {
     /* A set read whole again and again between small changes (a friend
      * list): on RocksDB the whole reads are cached (rocks/zset_cache.c), and
      * every read after a change, whole or by pages either way, must show
@@ -391,7 +390,7 @@ static void *whole_reader(void *arg) {
     return NULL;
 }
 
-STORE_TEST(zset_whole_reads_seen_whole_under_load) {
+STORE_TEST_MEM(zmodel, zset_whole_reads_seen_whole_under_load) {
     /* Sets kept in memory are read at their latest state, not at the
      * batch's snapshot (store.h): this check is for the others. */
     if (zsets_in_memory) return;

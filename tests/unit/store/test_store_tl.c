@@ -1,5 +1,5 @@
 /* test_store_tl.c — time lists (hr_tl*): the conformance checks, run on both
- * backends (suites rocks_tl and redis_tl, store_fixture.h), then what only
+ * backends (suites tl_rocksdb and tl_redis, store_fixture.h), then what only
  * the RocksDB backend has: its key encoding (order, prefix safety), expiry
  * of single entries, and the compaction filter (suite rocks_tl_internals).
  *
@@ -12,8 +12,7 @@
 #include "store/rocks/timelist.h"
 #include "store_fixture.h"
 
-STORE_SUITES(rocks_tl, redis_tl);
-#define STORE_TEST(name) STORE_TEST_IN(rocks_tl, redis_tl, name)
+STORE_SUITES(tl);
 
 #define T0 INT64_C(1700000000000)
 
@@ -86,7 +85,7 @@ static hr_slice sample(hr_store *s) {
 
 /* Conformance -------------------------------------------------------------- */
 
-STORE_TEST(tl_order_newest_first_ties_member_desc) {
+STORE_TEST(tl, tl_order_newest_first_ties_member_desc) {
     hr_slice l = sample(s);
     assert_entries(range(s, l, all(100)), SAMPLE, false);
     /* Members of one time: descending bytes, a longer member before its prefix. */
@@ -98,7 +97,7 @@ STORE_TEST(tl_order_newest_first_ties_member_desc) {
     assert_entries(range(s, K("missing"), all(10)), "", false);
 }
 
-STORE_TEST(tl_add_is_idempotent) {
+STORE_TEST(tl, tl_add_is_idempotent) {
     hr_slice l = K("idem");
     add(s, l, 1, "m", 0);
     add(s, l, 1, "m", 0);
@@ -111,7 +110,7 @@ STORE_TEST(tl_add_is_idempotent) {
     assert_entries(range(s, l, all(10)), "2:n 1:m", false);
 }
 
-STORE_TEST(tl_rem) {
+STORE_TEST(tl, tl_rem) {
     hr_slice l = sample(s);
     cr_assert_eq(ONE(s, hr_tlrem(B, l, T0 + 3, M("y")))->num, 1);
     cr_assert_eq(ONE(s, hr_tlrem(B, l, T0 + 5, M("c")))->num, 1);
@@ -129,7 +128,7 @@ STORE_TEST(tl_rem) {
     assert_entries(range(s, l, all(100)), "", false);
 }
 
-STORE_TEST(tl_before_after_are_exclusive) {
+STORE_TEST(tl, tl_before_after_are_exclusive) {
     hr_slice l = sample(s);
     hr_tlrange_spec sp = all(100);
     sp.before_ms = T0 + 5;
@@ -155,7 +154,7 @@ STORE_TEST(tl_before_after_are_exclusive) {
     assert_entries(range(s, l, sp), "", false);
 }
 
-STORE_TEST(tl_cursor_pages_through_ties) {
+STORE_TEST(tl, tl_cursor_pages_through_ties) {
     hr_slice l = sample(s);
     /* Pages of 2, each starting after the last entry of the one before. */
     const char *pages[] = {"5:c 5:b", "4:d 3:z", "3:y 3:x", "2:e 1:f"};
@@ -186,7 +185,7 @@ STORE_TEST(tl_cursor_pages_through_ties) {
     assert_entries(range(s, l, sp2), "3:y 3:x 2:e 1:f", false);
 }
 
-STORE_TEST(tl_offset_and_limit) {
+STORE_TEST(tl, tl_offset_and_limit) {
     hr_slice l = sample(s);
     hr_tlrange_spec sp = all(3);
     sp.offset = 2;
@@ -205,7 +204,7 @@ STORE_TEST(tl_offset_and_limit) {
     assert_entries(range(s, l, all(1)), "5:c", true);
 }
 
-STORE_TEST(tl_expired_entries_are_not_read) {
+STORE_TEST(tl, tl_expired_entries_are_not_read) {
     /* An entry whose expiry passed is not seen (RocksDB skips it; Redis does
      * not add it), and a list whose every entry expired is empty. */
     hr_slice l = K("exp");
@@ -229,7 +228,7 @@ STORE_TEST(tl_expired_entries_are_not_read) {
     cr_assert(hr_slice_eq(r->entries[r->n_entries - 1].member, M("forever")));
 }
 
-STORE_TEST(tl_trim) {
+STORE_TEST(tl, tl_trim) {
     hr_slice l = sample(s);
     cr_assert_eq(ONE(s, hr_tltrim(B, l, 6, INT64_MIN))->num, 2);
     assert_entries(range(s, l, all(100)), "5:c 5:b 4:d 3:z 3:y 3:x", false);
@@ -246,7 +245,7 @@ STORE_TEST(tl_trim) {
     assert_entries(range(s, l, all(100)), "9:new", false);
 }
 
-STORE_TEST(tl_own_key_space) {
+STORE_TEST(tl, tl_own_key_space) {
     hr_slice k = K("shared");
     assert_rc(ONE(s, hr_put(B, k, M("value"), 0)), HR_OK);
     add(s, k, 1, "entry", 0);
@@ -267,7 +266,7 @@ STORE_TEST(tl_own_key_space) {
     assert_entries(range(s, z, all(10)), "2:e", false);
 }
 
-STORE_TEST(tl_lists_do_not_bleed) {
+STORE_TEST(tl, tl_lists_do_not_bleed) {
     /* Names that are prefixes of each other, or differ in one byte. */
     const char *names[] = {"a", "ab", "a\x01", "b"};
     for (int i = 0; i < 4; i++)
@@ -280,7 +279,7 @@ STORE_TEST(tl_lists_do_not_bleed) {
     assert_entries(range(s, K("ab"), all(10)), "1:ab", false);
 }
 
-STORE_TEST(tl_binary_members) {
+STORE_TEST(tl, tl_binary_members) {
     hr_slice l = Kn("bin\0list", 8);
     struct {
         const char *p;
@@ -308,7 +307,7 @@ STORE_TEST(tl_binary_members) {
     assert_entries(range(s, l, sp), "1:a 1:\\x00", false);
 }
 
-STORE_TEST(tl_batch_sees_its_own_writes) {
+STORE_TEST(tl, tl_batch_sees_its_own_writes) {
     hr_slice l = KT("rw");
     hr_batch *b = hr_batch_new();
     hr_tladd(b, l, T0 + 1, M("a"), 0);
@@ -327,7 +326,7 @@ STORE_TEST(tl_batch_sees_its_own_writes) {
     hr_batch_free(b);
 }
 
-STORE_TEST(tl_fanout_batch) {
+STORE_TEST(tl, tl_fanout_batch) {
     /* The fan-out shape: one batch of entries to many lists. */
     hr_batch *b = hr_batch_new();
     int64_t exp = hr_now_ms() + 3600 * 1000;
@@ -343,7 +342,7 @@ STORE_TEST(tl_fanout_batch) {
                        "3:activity:00003 2:activity:00002 1:activity:00001 0:activity:00000", false);
 }
 
-STORE_TEST(tl_arguments_checked) {
+STORE_TEST(tl, tl_arguments_checked) {
     hr_slice l = K("args");
     char big[HR_TL_MEMBER_MAX + 1];
     memset(big, 'm', sizeof big);
@@ -434,13 +433,13 @@ static void bulk_matches_adds(hr_store *s, const char *tag) {
 
 /* RocksDB cuts capped lists at compaction (test_rocks.c has the cut);
  * Redis says it does not, so that callers trim. */
-STORE_TEST(capped_lists_are_the_stores_to_cut_on_rocksdb_only) {
+STORE_TEST(tl, capped_lists_are_the_stores_to_cut_on_rocksdb_only) {
     bool rocks = strncmp(store_uri, "rocksdb:", 8) == 0;
     cr_assert_eq(hr_store_tlcap(s, hr_slice_str("{u/"), hr_slice_str("}/tl"), 1000), rocks);
     cr_assert_not(hr_store_tlcap(s, hr_slice_str("{u/"), hr_slice_str("}/tl"), 0), "keep 0 is refused");
 }
 
-STORE_TEST(bulk_adds_read_as_adds) {
+STORE_TEST(tl, bulk_adds_read_as_adds) {
     bulk_matches_adds(s, "a");
     /* What hr_tladd refuses, an add refuses, adding nothing. */
     hr_tlbulk *w = hr_tlbulk_new(s);

@@ -2,8 +2,8 @@
  * companion write and a note), ranges by score with limits, offsets and
  * cursors, trims, removals, deletion, and a batch reading its own writes.
  * Conformance checks, run on RocksDB, on RocksDB with every sorted set in
- * memory, and on Redis Cluster (suites rocks_zset, rocksmem_zset,
- * redis_zset; store_fixture.h). test_store_zmodel.c reads sets back
+ * memory, and on Redis Cluster (suites zset_rocksdb, zset_rocksmem,
+ * zset_redis; store_fixture.h). test_store_zmodel.c reads sets back
  * against models. */
 #include <math.h>
 #include <pthread.h>
@@ -11,10 +11,9 @@
 #include "common/clock.h"
 #include "store_checks.h"
 
-STORE_SUITES_MEM(rocks_zset, rocksmem_zset, redis_zset);
-#define STORE_TEST(name) STORE_TEST_IN_MEM(rocks_zset, rocksmem_zset, redis_zset, name)
+STORE_SUITES_MEM(zset);
 
-STORE_TEST(zset_add_score_rem_card) {
+STORE_TEST_MEM(zset, zset_add_score_rem_card) {
     hr_slice z = K("z");
     cr_assert_eq(ONE(s, hr_zcard(B, z))->num, 0);
     assert_rc(ONE(s, hr_zscore(B, z, M("a"))), HR_ENOTFOUND);
@@ -39,7 +38,7 @@ STORE_TEST(zset_add_score_rem_card) {
     assert_members(ONE(s, hr_zrange(B, z, &sp)), "", false);
 }
 
-STORE_TEST(zset_incr) {
+STORE_TEST_MEM(zset, zset_incr) {
     hr_slice z = K("z");
     const hr_result *r = ONE(s, hr_zincr(B, z, 1, M("story")));
     assert_rc(r, HR_OK);
@@ -81,7 +80,7 @@ static void *zincr_worker(void *arg) {
     return NULL;
 }
 
-STORE_TEST(zset_incr_with_its_companion_write) {
+STORE_TEST_MEM(zset, zset_incr_with_its_companion_write) {
     hr_slice top = KT("top"), hot = KT("hot");
     const hr_result *r = ONE(s, hr_zincr_with(B, top, 2, M("m"), hot, 7.5, 3, NULL));
     assert_rc(r, HR_OK);
@@ -103,7 +102,7 @@ STORE_TEST(zset_incr_with_its_companion_write) {
     cr_assert(ONE(s, hr_zscore(B, top, M("m")))->score == 2, "a refused op changes nothing");
 }
 
-STORE_TEST(zset_incr_with_a_note) {
+STORE_TEST_MEM(zset, zset_incr_with_a_note) {
     hr_slice top = KT("top"), hot = KT("hot"), votes = KT("votes");
     hr_zincr_note note = {.key = votes, .member = M("s1"), .score = 41, .was = NAN};
     const hr_result *r = ONE(s, hr_zincr_with(B, top, 1, M("m"), hot, 5, 1, &note));
@@ -139,7 +138,7 @@ STORE_TEST(zset_incr_with_a_note) {
     cr_assert(ONE(s, hr_zscore(B, votes, M("s1")))->score == 42);
 }
 
-STORE_TEST(zset_concurrent_incr) {
+STORE_TEST_MEM(zset, zset_concurrent_incr) {
     enum { PER = 300 };
     worker w[THREADS];
     pthread_t t[THREADS];
@@ -155,7 +154,7 @@ STORE_TEST(zset_concurrent_incr) {
     cr_assert_eq(ONE(s, hr_zscore(B, K("votes"), M("m")))->score, (THREADS / 2) * PER * (2 - 1));
 }
 
-STORE_TEST(zrange_bounds_and_order) {
+STORE_TEST_MEM(zset, zrange_bounds_and_order) {
     hr_slice z = K("z");
     fill_zset(s, z);
     hr_zrange_spec sp = hr_zrange_all(false, 100);
@@ -179,7 +178,7 @@ STORE_TEST(zrange_bounds_and_order) {
     assert_members(ONE(s, hr_zrange(B, K("missing"), &sp)), "", false);
 }
 
-STORE_TEST(zrange_limit_offset_more) {
+STORE_TEST_MEM(zset, zrange_limit_offset_more) {
     hr_slice z = K("z");
     fill_zset(s, z);
     hr_zrange_spec sp = hr_zrange_all(false, 2);
@@ -214,7 +213,7 @@ static void descending_names(long n, char *out, size_t cap) {
  * size: on RocksDB small sets live in their metadata record and spill to
  * sub-keys past 128 members (rocks/zset_inline.c); 140 crosses that, in a batch
  * that also reads the set it spills. */
-STORE_TEST(zset_grows_and_shrinks_across_sizes) {
+STORE_TEST_MEM(zset, zset_grows_and_shrinks_across_sizes) {
     hr_slice z = K("grow");
     char want[2048];
     hr_batch *b = hr_batch_new();
@@ -247,7 +246,7 @@ STORE_TEST(zset_grows_and_shrinks_across_sizes) {
     cr_assert_eq(ONE(s, hr_zcard(B, z))->num, 19);
 }
 
-STORE_TEST(zrange_cursor_exclusive) {
+STORE_TEST_MEM(zset, zrange_cursor_exclusive) {
     hr_slice z = K("z");
     fill_zset(s, z);
     hr_zrange_spec sp = after(hr_zrange_all(false, 100), 2, "b");
@@ -273,7 +272,7 @@ STORE_TEST(zrange_cursor_exclusive) {
     assert_members(ONE(s, hr_zrange(B, z, &sp)), "", false);
 }
 
-STORE_TEST(zrange_pages_over_equal_scores) {
+STORE_TEST_MEM(zset, zrange_pages_over_equal_scores) {
     /* 50 members with one score: pages of 7 by cursor see each once, in
      * member order, both ways */
     hr_slice z = K("eq");
@@ -304,7 +303,7 @@ STORE_TEST(zrange_pages_over_equal_scores) {
     hr_batch_free(b);
 }
 
-STORE_TEST(zremrange_score) {
+STORE_TEST_MEM(zset, zremrange_score) {
     hr_slice z = K("z");
     fill_zset(s, z);
     cr_assert_eq(ONE(s, hr_zremrange_score(B, z, 2, 3))->num, 3);
@@ -326,7 +325,7 @@ static void zadd_numbered(hr_store *s, hr_slice z, long n, const char *fmt) {
     hr_batch_free(b);
 }
 
-STORE_TEST(ztrim_both_directions) {
+STORE_TEST_MEM(zset, ztrim_both_directions) {
     hr_slice z = K("z");
     zadd_numbered(s, z, 10, "m%ld");
     hr_batch *b = hr_batch_new();
@@ -350,7 +349,7 @@ STORE_TEST(ztrim_both_directions) {
     hr_batch_free(b);
 }
 
-STORE_TEST(zset_empty_disappears) {
+STORE_TEST_MEM(zset, zset_empty_disappears) {
     hr_slice z = K("z");
     ONE(s, hr_zadd(B, z, 1, M("only")));
     cr_assert_eq(ONE(s, hr_zrem(B, z, M("only")))->num, 1);
@@ -362,7 +361,7 @@ STORE_TEST(zset_empty_disappears) {
     assert_value(ONE(s, hr_get(B, z)), "v", 1);
 }
 
-STORE_TEST(zset_del_whole) {
+STORE_TEST_MEM(zset, zset_del_whole) {
     hr_slice z = K("big");
     hr_batch *b = hr_batch_new();
     for (long i = 0; i < 300; i++)
@@ -386,7 +385,7 @@ STORE_TEST(zset_del_whole) {
     assert_members(ONE(s, hr_zrange(B, z, &sp)), "m7", false);
     hr_batch_free(b);
 }
-STORE_TEST(zset_batch_sees_own_writes) {
+STORE_TEST_MEM(zset, zset_batch_sees_own_writes) {
     /* In one batch, a range read sees the adds, moves and removals before
      * it (and a set kept in memory merges them with its committed order). */
     hr_slice z = K("z");
@@ -417,7 +416,7 @@ STORE_TEST(zset_batch_sees_own_writes) {
     hr_batch_free(b);
 }
 
-STORE_TEST(zset_range_size_hint) {
+STORE_TEST_MEM(zset, zset_range_size_hint) {
     /* max_size is a hint: a set of at most that many reads as without it;
      * a bigger one either does too, or answers nothing with more */
     hr_slice z = K("hinted");
@@ -442,7 +441,7 @@ STORE_TEST(zset_range_size_hint) {
     }
 }
 
-STORE_TEST(zset_range_with_size) {
+STORE_TEST_MEM(zset, zset_range_with_size) {
     /* with_size answers zcard's count along with the range, whatever the
      * range returns: a missing key, an inline set, one on sub-keys, a read
      * past its end, one the size hint skips, and one with a bound that

@@ -21,8 +21,6 @@ static void run(const char *kind, lease_check check) {
     test_store_close(&t);
 }
 
-#define BOTH_BACKENDS(check) TEST_BOTH_BACKENDS(lease_rocksdb, lease_redis, run, check)
-
 /* One attempt: HR_OK with *again as hr_lease_taken says, or its error. */
 static int try_take(hr_store *s, hr_lease *l, hr_slice key, bool *again, hr_err *err) {
     hr_batch *b = hr_batch_new();
@@ -66,7 +64,7 @@ static void one_holder_then_the_next(hr_store *s, hr_slice key) {
     cr_assert(!again && second.held);
     hr_lease_drop(&second, s, key);
 }
-BOTH_BACKENDS(one_holder_then_the_next)
+BOTH_STORES(lease, run, one_holder_then_the_next)
 
 /* A lease another holder took cannot be given back by this one: a holder
  * whose lease expired and was taken again must not free the new one. */
@@ -85,7 +83,7 @@ static void only_its_holder_drops_it(hr_store *s, hr_slice key) {
     cr_assert_eq(try_take(s, &fresh, key, &again, &err), HR_ECONFLICT, "still theirs");
     hr_lease_drop(&theirs, s, key);
 }
-BOTH_BACKENDS(only_its_holder_drops_it)
+BOTH_STORES(lease, run, only_its_holder_drops_it)
 
 /* hr_lease_take waits for a holder that gives the lease back in time, and
  * gives up on one that does not. */
@@ -119,4 +117,4 @@ static void take_waits_for_the_holder(hr_store *s, hr_slice key) {
     pthread_join(t, NULL);
     hr_lease_drop(&waiter, s, key);
 }
-BOTH_BACKENDS(take_waits_for_the_holder)
+BOTH_STORES(lease, run, take_waits_for_the_holder)

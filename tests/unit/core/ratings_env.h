@@ -46,8 +46,6 @@ static inline void run(const char *kind, env_check check) {
     test_store_close(&e.t);
 }
 
-#define BOTH_BACKENDS(check) TEST_BOTH_BACKENDS(ratings_rocksdb, ratings_redis, run, check)
-
 /* A story at https://example.com/N; its id into id. */
 static inline void story(env *e, int n, int64_t time, char id[17]) {
     char url[64];

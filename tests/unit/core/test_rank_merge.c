@@ -146,10 +146,8 @@ static void run(const char *kind, void (*check)(env *e)) {
     free(e);
 }
 
-#define BOTH_BACKENDS(check) TEST_BOTH_BACKENDS(rank_merge_rocksdb, rank_merge_redis, run, check)
-
-BOTH_BACKENDS(merges_in_order)
-BOTH_BACKENDS(empty_ranking)
+BOTH_STORES(rank_merge, run, merges_in_order)
+BOTH_STORES(rank_merge, run, empty_ranking)
 
 /* hr_rank_first: the k first-ranked in order, the rest kept (a permutation),
  * for every k from none to all, over entries with many tied scores. */

@@ -1,6 +1,6 @@
 /* test_store_queue.c — durable work queues (hr_qpush, hr_qclaim, hr_qack,
  * hr_qinfo): the conformance checks, run on both backends (suites
- * rocks_queue and redis_queue, store_fixture.h), then what only RocksDB
+ * queue_rocksdb and queue_redis, store_fixture.h), then what only RocksDB
  * promises: jobs survive a close and reopen of the same directory, a claim
  * after the reopen gets the un-acked jobs at once, and ids are never reused.
  *
@@ -12,8 +12,7 @@
 #include "common/clock.h"
 #include "store_fixture.h"
 
-STORE_SUITES(rocks_queue, redis_queue);
-#define STORE_TEST(name) STORE_TEST_IN(rocks_queue, redis_queue, name)
+STORE_SUITES(queue);
 
 /* Helpers ------------------------------------------------------------------- */
 
@@ -80,7 +79,7 @@ static hr_slice *ids_of(const hr_result *r) {
 
 /* Conformance -------------------------------------------------------------- */
 
-STORE_TEST(queue_push_claim_ack_info) {
+STORE_TEST(queue, queue_push_claim_ack_info) {
     hr_slice q = K("q");
     double oldest;
     cr_assert_eq(depth(s, q, &oldest), 0);
@@ -112,7 +111,7 @@ STORE_TEST(queue_push_claim_ack_info) {
     cr_assert_eq(claim(s, q, "w1", 10, 60000)->n_jobs, 0);
 }
 
-STORE_TEST(queue_claims_oldest_first) {
+STORE_TEST(queue, queue_claims_oldest_first) {
     hr_slice q = K("order");
     push_n(s, q, 5);
     push(s, q, "late");
@@ -122,7 +121,7 @@ STORE_TEST(queue_claims_oldest_first) {
     cr_assert_eq(depth(s, q, NULL), 6, "leased jobs are still in the queue");
 }
 
-STORE_TEST(queue_ids_sort_by_push_time) {
+STORE_TEST(queue, queue_ids_sort_by_push_time) {
     hr_slice q = K("ids");
     hr_slice a = push(s, q, "a"), b = push(s, q, "b");
     cr_assert(!hr_slice_eq(a, b));
@@ -132,7 +131,7 @@ STORE_TEST(queue_ids_sort_by_push_time) {
     cr_assert_leq(r->jobs[0].pushed_ms, r->jobs[1].pushed_ms);
 }
 
-STORE_TEST(queue_expired_lease_is_delivered_again) {
+STORE_TEST(queue, queue_expired_lease_is_delivered_again) {
     hr_slice q = K("lease");
     push(s, q, "j");
     push(s, q, "k");
@@ -156,7 +155,7 @@ STORE_TEST(queue_expired_lease_is_delivered_again) {
     cr_assert_eq(claim(s, q, "w1", 10, 200)->n_jobs, 0, "acked jobs never come back");
 }
 
-STORE_TEST(queue_consumers_never_share_a_leased_job) {
+STORE_TEST(queue, queue_consumers_never_share_a_leased_job) {
     hr_slice q = K("two");
     push_n(s, q, 10);
     hr_slice *a = ids_of(claim(s, q, "a", 4, 60000));
@@ -197,7 +196,7 @@ static void *claim_loop(void *arg) {
     return NULL;
 }
 
-STORE_TEST(queue_concurrent_claims_are_disjoint) {
+STORE_TEST(queue, queue_concurrent_claims_are_disjoint) {
     hr_slice q = K("race");
     push_n(s, q, 200);
     claimer c[2] = {{.s = s, .q = q, .name = "left"}, {.s = s, .q = q, .name = "right"}};
@@ -212,7 +211,7 @@ STORE_TEST(queue_concurrent_claims_are_disjoint) {
                      c[1].seen[n]);
 }
 
-STORE_TEST(queue_ack_of_unknown_ids) {
+STORE_TEST(queue, queue_ack_of_unknown_ids) {
     hr_slice q = K("unknown");
     cr_assert_eq(ack(s, q, M("0000000000000001")), 0, "no such queue");
     push(s, q, "a");
@@ -226,7 +225,7 @@ STORE_TEST(queue_ack_of_unknown_ids) {
     cr_assert_eq(depth(s, q, NULL), 1);
 }
 
-STORE_TEST(queue_own_key_space) {
+STORE_TEST(queue, queue_own_key_space) {
     hr_slice k = K("shared");
     assert_rc(ONE(s, hr_put(B, k, M("value"), 0)), HR_OK);
     push(s, k, "job");
@@ -237,7 +236,7 @@ STORE_TEST(queue_own_key_space) {
     assert_claim(claim(s, k, "w", 10, 60000), "job", 1);
 }
 
-STORE_TEST(queue_batch_sees_its_own_pushes) {
+STORE_TEST(queue, queue_batch_sees_its_own_pushes) {
     hr_slice q = KT("batch");
     hr_batch *b = hr_batch_new();
     hr_qpush(b, q, M("x"));
@@ -260,7 +259,7 @@ STORE_TEST(queue_batch_sees_its_own_pushes) {
     hr_batch_free(b);
 }
 
-STORE_TEST(queue_binary_payloads) {
+STORE_TEST(queue, queue_binary_payloads) {
     hr_slice q = K("bin");
     char p[300];
     for (int i = 0; i < 300; i++)
@@ -271,7 +270,7 @@ STORE_TEST(queue_binary_payloads) {
     cr_assert(hr_slice_eq(r->jobs[0].payload, hr_slice_of(p, sizeof p)));
 }
 
-STORE_TEST(queue_arguments_checked) {
+STORE_TEST(queue, queue_arguments_checked) {
     hr_slice q = K("args");
     char big[HR_QCONSUMER_MAX + 1];
     memset(big, 'c', sizeof big);
@@ -293,7 +292,7 @@ STORE_TEST(queue_arguments_checked) {
 
 /* RocksDB only: restarts --------------------------------------------------- */
 
-Test(rocks_queue, jobs_survive_reopen_and_leases_do_not) {
+Test(queue_rocksdb, jobs_survive_reopen_and_leases_do_not) {
     hr_store *s = require_store();
     hr_slice q = K("durable");
     push_n(s, q, 3);
@@ -311,7 +310,7 @@ Test(rocks_queue, jobs_survive_reopen_and_leases_do_not) {
     cr_assert_eq(depth(s, q, NULL), 0);
 }
 
-Test(rocks_queue, ids_are_not_reused_after_everything_was_acked) {
+Test(queue_rocksdb, ids_are_not_reused_after_everything_was_acked) {
     hr_store *s = require_store();
     hr_slice q = K("fresh");
     hr_slice first = push(s, q, "a");
@@ -324,7 +323,7 @@ Test(rocks_queue, ids_are_not_reused_after_everything_was_acked) {
     assert_claim(claim(s, q, "w", 10, 60000), "b", 1);
 }
 
-Test(rocks_queue, an_empty_queue_after_reopen_is_not_read_from_its_first_tombstone) {
+Test(queue_rocksdb, an_empty_queue_after_reopen_is_not_read_from_its_first_tombstone) {
     /* Acked jobs leave tombstones until compaction. A claim on a queue that
      * every job has left must not step over them from the first seq: the
      * idle fan-out workers of a restarted server claim every few ms. */

@@ -63,8 +63,6 @@ static void run(const char *kind, env_check check) {
     env_close(&e);
 }
 
-#define BOTH_BACKENDS(check) TEST_BOTH_BACKENDS(stories_rocksdb, stories_redis, run, check)
-
 static hr_story create(env *e, const char *url, const char *content, int64_t time, bool want_dup) {
     hr_story st;
     bool dup = !want_dup;
@@ -131,7 +129,7 @@ static void dedup_of_variants(env *e) {
     hr_story again = get(e, st.id);
     cr_assert_eq(again.n_urls, 1);
 }
-BOTH_BACKENDS(dedup_of_variants)
+BOTH_STORES(stories, run, dedup_of_variants)
 
 static void refused_input_stores_nothing(env *e) {
     hr_story st;
@@ -159,7 +157,7 @@ static void refused_input_stores_nothing(env *e) {
     cr_assert_eq(hr_stories_recent(e->stories, &req, &e->a, &page, NULL), HR_OK);
     cr_assert_eq(page.n, 0, "nothing was stored");
 }
-BOTH_BACKENDS(refused_input_stores_nothing)
+BOTH_STORES(stories, run, refused_input_stores_nothing)
 
 typedef struct creator {
     env *e;
@@ -209,7 +207,7 @@ static void concurrent_creates_of_one_url(env *e) {
     cr_assert_eq(hr_stories_recent(e->stories, &req, &e->a, &page, NULL), HR_OK);
     cr_assert_eq(page.n, 1);
 }
-BOTH_BACKENDS(concurrent_creates_of_one_url)
+BOTH_STORES(stories, run, concurrent_creates_of_one_url)
 
 /* ---- URLs of a story ---- */
 
@@ -256,7 +254,7 @@ static void aliases_and_preferred(env *e) {
     cr_assert_eq(page.n, 1);
     assert_url(page.items[0].url, "https://mirror.example.org/a");
 }
-BOTH_BACKENDS(aliases_and_preferred)
+BOTH_STORES(stories, run, aliases_and_preferred)
 
 /* Several servers on one shared store (Redis Cluster) add URLs to one
  * story at once. Each server is an hr_stories of its own, with its own
@@ -318,7 +316,7 @@ static void servers_adding_urls_lose_none(env *e) {
             cr_assert_str_eq(find(e, url).id, st.id, "%s leads to the story", url);
         }
 }
-BOTH_BACKENDS(servers_adding_urls_lose_none)
+BOTH_STORES(stories, run, servers_adding_urls_lose_none)
 
 static void alias_conflicts(env *e) {
     hr_story a = create(e, "https://example.com/a", "", T0, false);
@@ -359,7 +357,7 @@ static void alias_conflicts(env *e) {
                  HR_ECONFLICT);
     cr_assert_eq(get(e, a.id).n_urls, HR_STORY_URLS_MAX);
 }
-BOTH_BACKENDS(alias_conflicts)
+BOTH_STORES(stories, run, alias_conflicts)
 
 /* ---- Content ---- */
 
@@ -456,7 +454,7 @@ static void content_roundtrip(env *e) {
     free(u);
     free(html);
 }
-BOTH_BACKENDS(content_roundtrip)
+BOTH_STORES(stories, run, content_roundtrip)
 
 /* ---- Recent stories ---- */
 
@@ -520,7 +518,7 @@ static void recent_paging(env *e) {
     cr_assert_eq(hr_stories_recent(e->stories, &bad, &e->a, &page, &err), HR_EINVAL);
     cr_assert(strstr(err.msg, "limit"), "%s", err.msg);
 }
-BOTH_BACKENDS(recent_paging)
+BOTH_STORES(stories, run, recent_paging)
 
 /* ---- Members ---- */
 
@@ -543,7 +541,7 @@ static void members_put_get(env *e) {
     cr_assert_eq(hr_members_get(e->members, hr_slice_str("feed:hn"), &e->a, &m, &err), HR_OK);
     cr_assert_eq(m.score, -12, "a refused PUT changes nothing");
 }
-BOTH_BACKENDS(members_put_get)
+BOTH_STORES(stories, run, members_put_get)
 
 /* ---- Through HTTP: the routes, status codes and details ---- */
 
@@ -615,8 +613,6 @@ static void http_run(const char *kind, void (*check)(http_env *h)) {
     env_close(&h.e);
 }
 
-#define BOTH_BACKENDS_HTTP(check) TEST_BOTH_BACKENDS(stories_api_rocksdb, stories_api_redis, http_run, check)
-
 static const char *jstr(response *r, const char *field) {
     return json_string_value(json_object_get(r->json, field));
 }
@@ -672,7 +668,7 @@ static void api_flow(http_env *h) {
            NULL);
     expect(call(h, "GET", "/api/v1/members/alice", NULL), 200, "https://alice.example/");
 }
-BOTH_BACKENDS_HTTP(api_flow)
+BOTH_STORES(stories_api, http_run, api_flow)
 
 static void api_bad_input(http_env *h) {
     response *r = call(h, "POST", "/api/v1/stories", "{\"url\":\"https://example.com/y\",\"content\":\"y\"}");
@@ -749,7 +745,7 @@ static void api_bad_input(http_env *h) {
     expect(call(h, "GET", "/api/v1/members/bob", NULL), 404, "bob");
     expect(call(h, "GET", "/api/v1/ratings/bob/0123456789abcdef", NULL), 404, "rating");
 }
-BOTH_BACKENDS_HTTP(api_bad_input)
+BOTH_STORES(stories_api, http_run, api_bad_input)
 
 /* ---- Crashes ---- */
 
@@ -900,4 +896,4 @@ static void create_after_a_crash(env *e) {
     tried += fault_store_every_crash(e->t.store, crash_alias, &w);
     cr_assert(tried >= (hr_store_batches_atomic(e->t.store) ? 4u : 20u), "%zu crashes tried", tried);
 }
-BOTH_BACKENDS(create_after_a_crash)
+BOTH_STORES(stories, run, create_after_a_crash)

@@ -2,8 +2,8 @@
  * the limit, then a sketch; members' time to live by the caller's clock and
  * by the store's; conversion of the live members only; adds from many
  * threads counted once. Conformance checks, run on RocksDB, on RocksDB with
- * every sorted set in memory, and on Redis Cluster (suites rocks_distinct,
- * rocksmem_distinct, redis_distinct; store_fixture.h). */
+ * every sorted set in memory, and on Redis Cluster (suites distinct_rocksdb,
+ * distinct_rocksmem, distinct_redis; store_fixture.h). */
 #include <pthread.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -11,8 +11,7 @@
 #include "common/clock.h"
 #include "store_checks.h"
 
-STORE_SUITES_MEM(rocks_distinct, rocksmem_distinct, redis_distinct);
-#define STORE_TEST(name) STORE_TEST_IN_MEM(rocks_distinct, rocksmem_distinct, redis_distinct, name)
+STORE_SUITES_MEM(distinct);
 
 static int64_t dadd_n(hr_store *s, hr_slice key, const char *fmt, long from, long to, hr_distinct_params p) {
     /* batches of 250, as the API layer would send them */
@@ -31,7 +30,7 @@ static int64_t dadd_n(hr_store *s, hr_slice key, const char *fmt, long from, lon
     return last;
 }
 
-STORE_TEST(distinct_exact) {
+STORE_TEST_MEM(distinct, distinct_exact) {
     hr_slice d = K("d");
     hr_distinct_params p = dp(hr_now_ms(), 60000, 100);
     cr_assert_eq(ONE(s, hr_dcount(B, d, &p))->num, 0);
@@ -44,7 +43,7 @@ STORE_TEST(distinct_exact) {
     cr_assert_eq(ONE(s, hr_dcount(B, d, &p))->num, 100);
 }
 
-STORE_TEST(distinct_member_ttl) {
+STORE_TEST_MEM(distinct, distinct_member_ttl) {
     /* the caller's clock decides which members count */
     int64_t t0 = hr_now_ms();
     hr_slice d = K("d");
@@ -65,7 +64,7 @@ STORE_TEST(distinct_member_ttl) {
     cr_assert_eq(ONE(s, hr_dcount(B, d, &p))->num, 0);
 }
 
-STORE_TEST(distinct_expires_in_real_time) {
+STORE_TEST_MEM(distinct, distinct_expires_in_real_time) {
     hr_slice d = K("d");
     hr_distinct_params p = dp(hr_now_ms(), 1000, 100);
     ONE(s, hr_dadd(B, d, M("a"), &p));
@@ -76,7 +75,7 @@ STORE_TEST(distinct_expires_in_real_time) {
     cr_assert_eq(ONE(s, hr_dadd(B, d, M("c"), &p))->num, 1);
 }
 
-STORE_TEST(distinct_converts_to_sketch) {
+STORE_TEST_MEM(distinct, distinct_converts_to_sketch) {
     hr_slice d = K("d");
     hr_distinct_params p = dp(hr_now_ms(), 3600 * 1000, 100);
     cr_assert_eq(dadd_n(s, d, "user-%ld", 0, 100, p), 100);
@@ -91,7 +90,7 @@ STORE_TEST(distinct_converts_to_sketch) {
     cr_assert_eq(ONE(s, hr_dcount(B, d, &p))->num, c);
 }
 
-STORE_TEST(distinct_converts_only_live_members) {
+STORE_TEST_MEM(distinct, distinct_converts_only_live_members) {
     /* limit 3: a, b, c expire; d, e, f fit; g converts with 4 live members,
      * each add in its own batch */
     int64_t t0 = hr_now_ms();
@@ -109,7 +108,7 @@ STORE_TEST(distinct_converts_only_live_members) {
     cr_assert_eq(ONE(s, hr_dcount(B, d, &p))->num, 5);
 }
 
-STORE_TEST(distinct_sketch_keeps_ttl) {
+STORE_TEST_MEM(distinct, distinct_sketch_keeps_ttl) {
     /* ttl 10 s: buckets of W = 1 s. 3000 members at t0, 3000 others at t0+6s */
     int64_t t0 = hr_now_ms();
     hr_slice d = K("d");
@@ -154,7 +153,7 @@ static void *dadd_worker(void *arg) {
     return NULL;
 }
 
-STORE_TEST(distinct_concurrent_adds_count_once) {
+STORE_TEST_MEM(distinct, distinct_concurrent_adds_count_once) {
     dworker w[THREADS];
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++) {

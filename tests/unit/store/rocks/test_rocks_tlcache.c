@@ -17,9 +17,9 @@
 #include <inttypes.h>
 #include <pthread.h>
 
+#include "../store_fixture.h"
 #include "common/clock.h"
 #include "store/rocks/timelist.h"
-#include "store_fixture.h"
 
 static void hot_small_init(void) {
     store_opts.tl_hot_keep = 4;

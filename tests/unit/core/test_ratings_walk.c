@@ -70,7 +70,7 @@ static void unseen_excludes_rated_and_seen(env *e) {
         for (int j = 0; j < N; j++)
             if (strcmp(p.items[i].id, ids[j]) == 0) cr_assert_eq(score[j], 0, "v0 voted on %s", ids[j]);
 }
-BOTH_BACKENDS(unseen_excludes_rated_and_seen)
+BOTH_STORES(ratings, run, unseen_excludes_rated_and_seen)
 
 enum { TOP_N = 260, TOP_SEEN = 200 };
 
@@ -114,7 +114,7 @@ static void unseen_pages_across_windows(env *e) {
     cr_assert_eq(p.n, 0);
     cr_assert_null(p.next_cursor);
 }
-BOTH_BACKENDS(unseen_pages_across_windows)
+BOTH_STORES(ratings, run, unseen_pages_across_windows)
 
 /* The same two with the packed seen set in use (HR_SEEN_SET_MIN lowered):
  * the subjects cross the threshold midway, so unseen first fills the set
@@ -123,13 +123,13 @@ static void unseen_with_seen_set(env *e) {
     hr_ratings_set_seen_min(e->ratings, 5);
     unseen_excludes_rated_and_seen(e);
 }
-BOTH_BACKENDS(unseen_with_seen_set)
+BOTH_STORES(ratings, run, unseen_with_seen_set)
 
 static void unseen_windows_with_seen_set(env *e) {
     hr_ratings_set_seen_min(e->ratings, 50);
     unseen_pages_across_windows(e);
 }
-BOTH_BACKENDS(unseen_windows_with_seen_set)
+BOTH_STORES(ratings, run, unseen_windows_with_seen_set)
 
 /* A subject seen with a seen set once reads its first window at the size a
  * set test wants: one batch fewer on the next call, the same page. */
@@ -159,7 +159,7 @@ static void unseen_remembers_a_seen_set(env *e) {
         cr_assert_str_eq(again.items[i].id, all[SEEN + i].id);
     }
 }
-BOTH_BACKENDS(unseen_remembers_a_seen_set)
+BOTH_STORES(ratings, run, unseen_remembers_a_seen_set)
 
 static void unseen_hot_order(env *e) {
     /* votes against age: Reddit's order, not the sum's */
@@ -217,7 +217,7 @@ static void unseen_hot_order(env *e) {
     p = unseen(e, "fresh", HR_RANK_HOT, 1, NULL);
     cr_assert_str_eq(p.items[0].id, last);
 }
-BOTH_BACKENDS(unseen_hot_order)
+BOTH_STORES(ratings, run, unseen_hot_order)
 
 static void top_rated_since(env *e) {
     char a[17], b[17], c[17], d[17], old[17];
@@ -281,7 +281,7 @@ static void top_rated_since(env *e) {
     cr_assert_eq(hr_ratings_top_rated(e->ratings, hr_slice_str("nobody"), &req, &e->a, &p, NULL), HR_OK);
     cr_assert_eq(p.n, 0);
 }
-BOTH_BACKENDS(top_rated_since)
+BOTH_STORES(ratings, run, top_rated_since)
 
 /* The same with the member's ratings found by walking the ranking (it has a
  * seen set). */
@@ -289,7 +289,7 @@ static void top_rated_since_walking(env *e) {
     hr_ratings_set_seen_min(e->ratings, 3);
     top_rated_since(e);
 }
-BOTH_BACKENDS(top_rated_since_walking)
+BOTH_STORES(ratings, run, top_rated_since_walking)
 
 /* Every page of top-rated for "m" (limit, since) against a model: the
  * stories it rated after since, by (score, id) descending, each with its
@@ -368,7 +368,7 @@ static void top_rated_model(env *e) {
             check_top_rated(e, want, n, rating, time, ids, N, limits[li], sinces[si]);
     }
 }
-BOTH_BACKENDS(top_rated_model)
+BOTH_STORES(ratings, run, top_rated_model)
 
 /* The model through the walk (m has a seen set, filled by the first call),
  * and through walks cut short after their first window (4 entries of each
@@ -378,11 +378,11 @@ static void top_rated_model_walking(env *e) {
     hr_ratings_set_seen_min(e->ratings, 10);
     top_rated_model(e);
 }
-BOTH_BACKENDS(top_rated_model_walking)
+BOTH_STORES(ratings, run, top_rated_model_walking)
 
 static void top_rated_model_walk_cut(env *e) {
     hr_ratings_set_seen_min(e->ratings, 10);
     hr_ratings_set_walk_max(e->ratings, 1);
     top_rated_model(e);
 }
-BOTH_BACKENDS(top_rated_model_walk_cut)
+BOTH_STORES(ratings, run, top_rated_model_walk_cut)

@@ -72,7 +72,7 @@ static void upsert_maintains_indexes(env *e) {
     cr_assert_eq(hr_stories_get(e->stories, hr_slice_str(x), false, &e->a, &st, NULL), HR_OK);
     cr_assert_eq(st.score, -2);
 }
-BOTH_BACKENDS(upsert_maintains_indexes)
+BOTH_STORES(ratings, run, upsert_maintains_indexes)
 
 static void latest_by_time_wins(env *e) {
     char x[17];
@@ -95,7 +95,7 @@ static void latest_by_time_wins(env *e) {
     hr_rating_page p = list(e, 0, "alice", 10);
     cr_assert(p.n == 1 && p.items[0].score == 0);
 }
-BOTH_BACKENDS(latest_by_time_wins)
+BOTH_STORES(ratings, run, latest_by_time_wins)
 
 static void bad_ratings_change_nothing(env *e) {
     char x[17];
@@ -131,7 +131,7 @@ static void bad_ratings_change_nothing(env *e) {
     cr_assert_eq(hr_ratings_by_object(e->ratings, hr_slice_str("0123456789abcdef"), &req, &e->a, &p, &err),
                  HR_ENOTFOUND);
 }
-BOTH_BACKENDS(bad_ratings_change_nothing)
+BOTH_STORES(ratings, run, bad_ratings_change_nothing)
 
 static void rating_lists_page(env *e) {
     char x[17], ids[30][17];
@@ -207,7 +207,7 @@ static void rating_lists_page(env *e) {
         cr_assert_eq(p.n, all > 100 ? 100 : all, "all, cursor %zu: %zu", i, p.n);
     }
 }
-BOTH_BACKENDS(rating_lists_page)
+BOTH_STORES(ratings, run, rating_lists_page)
 
 /* ---- Concurrency ---- */
 
@@ -277,7 +277,7 @@ static void concurrent_votes_exact(env *e) {
     assert_ranked(e, y, r.score, T0);
     cr_assert_eq(list(e, 1, y, 10).n, 1);
 }
-BOTH_BACKENDS(concurrent_votes_exact)
+BOTH_STORES(ratings, run, concurrent_votes_exact)
 
 /* Several herald servers on one shared store (Redis Cluster) upsert the
  * same ratings at once: each server is an hr_ratings of its own, with its
@@ -383,7 +383,7 @@ static void servers_sharing_a_store_agree(env *e) {
         pairs += latest[p] != 0;
     cr_assert_eq(list(e, 2, NULL, 100).n, pairs, "one entry of all ratings per pair");
 }
-BOTH_BACKENDS(servers_sharing_a_store_agree)
+BOTH_STORES(ratings, run, servers_sharing_a_store_agree)
 
 /* ---- Crashes ---- */
 
@@ -528,7 +528,7 @@ static void upsert_after_a_crash(env *e) {
     }
     cr_assert(tried >= (hr_store_batches_atomic(e->t.store) ? 20u : 100u), "%zu crashes tried", tried);
 }
-BOTH_BACKENDS(upsert_after_a_crash)
+BOTH_STORES(ratings, run, upsert_after_a_crash)
 
 /* The race the vote's compare-and-set is for. An upsert's first round
  * trip takes the lease in the subject's hash slot and reads the vote note

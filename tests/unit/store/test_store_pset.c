@@ -3,7 +3,7 @@
  * and key expiry, wrong types, a batch reading its own writes, adds from
  * many threads, and the limits. Conformance checks, run on RocksDB, on
  * RocksDB with every sorted set in memory, and on Redis Cluster (suites
- * rocks_pset, rocksmem_pset, redis_pset; store_fixture.h). */
+ * pset_rocksdb, pset_rocksmem, pset_redis; store_fixture.h). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +12,7 @@
 #include "common/clock.h"
 #include "store_checks.h"
 
-STORE_SUITES_MEM(rocks_pset, rocksmem_pset, redis_pset);
-#define STORE_TEST(name) STORE_TEST_IN_MEM(rocks_pset, rocksmem_pset, redis_pset, name)
+STORE_SUITES_MEM(pset);
 
 /* Assert a pset test of members[0..n): want is one '0' or '1' per member. */
 static void assert_ptest(hr_store *s, hr_slice key, const uint64_t *members, size_t n, const char *want) {
@@ -56,7 +55,7 @@ static int64_t pcard(hr_store *s, hr_slice key) {
     return r->num;
 }
 
-STORE_TEST(pset_add_rem_card) {
+STORE_TEST_MEM(pset, pset_add_rem_card) {
     hr_slice p = K("p");
     cr_assert_eq(pcard(s, p), 0, "a missing set has no members");
     cr_assert_eq(padd(s, p, 42, 0), 1, "new member");
@@ -87,7 +86,7 @@ STORE_TEST(pset_add_rem_card) {
     hr_batch_free(b);
 }
 
-STORE_TEST(pset_test_repeats_and_order) {
+STORE_TEST_MEM(pset, pset_test_repeats_and_order) {
     hr_slice p = K("p");
     const uint64_t big = UINT64_C(1) << 40, top = UINT64_C(1) << 63;
     hr_batch *b = hr_batch_new();
@@ -109,7 +108,7 @@ STORE_TEST(pset_test_repeats_and_order) {
     hr_batch_free(b);
 }
 
-STORE_TEST(pset_missing_key) {
+STORE_TEST_MEM(pset, pset_missing_key) {
     hr_slice p = K("nope");
     PTEST(s, p, "000", 1, 2, 3);
     cr_assert_eq(pcard(s, p), 0);
@@ -121,7 +120,7 @@ STORE_TEST(pset_missing_key) {
     cr_assert_eq(ONE(s, hr_del(B, p))->num, 0);
 }
 
-STORE_TEST(pset_member_expiry) {
+STORE_TEST_MEM(pset, pset_member_expiry) {
     int64_t now = hr_now_ms();
     hr_slice p = K("p"), q = K("q"), lowered = K("lowered"), unforever = K("unforever");
     cr_assert_eq(padd(s, p, 1, now - 1000), 1, "an expired member was not in the set");
@@ -180,7 +179,7 @@ static uint64_t story_id(long i) {
     return UINT64_C(1000003) + 3 * (uint64_t)i;
 }
 
-STORE_TEST(pset_large) {
+STORE_TEST_MEM(pset, pset_large) {
     enum { N = 50000, PER = 1000, Q = 10000 };
     hr_slice p = K("big");
     hr_batch *b = hr_batch_new();
@@ -231,7 +230,7 @@ STORE_TEST(pset_large) {
     hr_batch_free(b);
 }
 
-STORE_TEST(pset_empty_disappears) {
+STORE_TEST_MEM(pset, pset_empty_disappears) {
     hr_slice p = K("p");
     padd(s, p, 1, 0);
     padd(s, p, 2, hr_now_ms() + 60000);
@@ -250,7 +249,7 @@ STORE_TEST(pset_empty_disappears) {
     cr_assert_eq(ONE(s, hr_zcard(B, p))->num, 1);
 }
 
-STORE_TEST(pset_del_and_expire) {
+STORE_TEST_MEM(pset, pset_del_and_expire) {
     hr_slice p = K("p");
     int64_t now = hr_now_ms();
     hr_batch *b = hr_batch_new();
@@ -289,7 +288,7 @@ STORE_TEST(pset_del_and_expire) {
     hr_batch_free(b);
 }
 
-STORE_TEST(pset_wrong_type) {
+STORE_TEST_MEM(pset, pset_wrong_type) {
     ONE(s, hr_put(B, K("str"), M("v"), 0));
     ONE(s, hr_zadd(B, K("zs"), 1, M("m")));
     padd(s, K("p"), 7, 0);
@@ -321,7 +320,7 @@ STORE_TEST(pset_wrong_type) {
     hr_batch_free(b);
 }
 
-STORE_TEST(pset_batch_reads_its_own_writes) {
+STORE_TEST_MEM(pset, pset_batch_reads_its_own_writes) {
     enum { D = 700 }; /* enough members for the set to reorganise inside the batch */
     hr_slice a = K("a"), pb = K("b"), c = K("c"), d = K("d"), v = K("v");
     padd(s, a, 1, 0);
@@ -425,7 +424,7 @@ static void *pset_add_worker(void *arg) {
     return NULL;
 }
 
-STORE_TEST(pset_concurrent_adds) {
+STORE_TEST_MEM(pset, pset_concurrent_adds) {
     pworker w[THREADS];
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++) {
@@ -442,7 +441,7 @@ STORE_TEST(pset_concurrent_adds) {
     cr_assert_eq(pcard(s, K("conc")), PSET_SHARED);
 }
 
-STORE_TEST(pset_limits) {
+STORE_TEST_MEM(pset, pset_limits) {
     hr_slice p = K("p");
     uint64_t *many = malloc((HR_PSET_TEST_MAX + 1) * sizeof *many);
     for (size_t i = 0; i <= HR_PSET_TEST_MAX; i++)

@@ -81,7 +81,7 @@ static void friends_only_and_variants_fold(env *e) {
                                           hr_now_ms(), &e->a, many, NULL, &err),
                  HR_OK);
 }
-BOTH_BACKENDS(friends_only_and_variants_fold)
+BOTH_STORES(reading, run, friends_only_and_variants_fold)
 
 /* A user with more friends than a query considers: the newest
  * HR_READING_FRIENDS_MAX count, newest first (the query reads the friend set
@@ -118,7 +118,7 @@ static void only_the_newest_friends_count(env *e) {
     cr_assert_eq(n, 1);
     cr_assert_eq(pop[0].n_friends, 2, "friends-popular considers the same friends");
 }
-BOTH_BACKENDS(only_the_newest_friends_count)
+BOTH_STORES(reading, run, only_the_newest_friends_count)
 
 static void unfriend(env *e, const char *x, const char *y) {
     hr_err err = {0};
@@ -173,7 +173,7 @@ static void friends_kept_between_calls(env *e) {
     cr_assert_str_eq(joined(e, &out[0]), "f1");
     cr_assert_not(st.friends_kept, "a list of one is inline: never kept");
 }
-BOTH_BACKENDS(friends_kept_between_calls)
+BOTH_STORES(reading, run, friends_kept_between_calls)
 
 /* A range read of a set of 200 members from the RocksDB store's cache (the
  * second read; the first offers it), into *b. */
@@ -371,7 +371,7 @@ static void model_both_sides(env *e) {
         }
     }
 }
-BOTH_BACKENDS(model_both_sides)
+BOTH_STORES(reading, run, model_both_sides)
 
 /* 40 readers of one URL (past the first round trip's 32): the URL-set side
  * answers them, in two round trips, hides a reader who opts out at once,
@@ -427,7 +427,7 @@ static void url_sets(env *e) {
     cr_assert_eq(out[0].n_friends, 18);
     cr_assert_eq(out[0].readers, 36);
 }
-BOTH_BACKENDS(url_sets)
+BOTH_STORES(reading, run, url_sets)
 
 /* A list longer than the first round trip reads (RocksDB skips it there:
  * HR_READING_LIST_FIRST_OF) is read whole in the second, next to a short
@@ -463,4 +463,4 @@ static void long_list_read_whole(env *e) {
     cr_assert_eq(out[1].readers, 5);
     cr_assert_str_eq(joined(e, &out[1]), "r003,r000");
 }
-BOTH_BACKENDS(long_list_read_whole)
+BOTH_STORES(reading, run, long_list_read_whole)

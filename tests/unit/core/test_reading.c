@@ -58,7 +58,7 @@ static void sites_and_reasons(env *e) {
                  HR_EINVAL);
     cr_assert(strstr(err.msg, "url") != NULL, "%s", err.msg);
 }
-BOTH_BACKENDS(sites_and_reasons)
+BOTH_STORES(reading, run, sites_and_reasons)
 
 static void reads_expire(env *e) {
     open_reading(e, 1500, NULL);
@@ -86,7 +86,7 @@ static void reads_expire(env *e) {
         cr_assert_eq(out[0].n_friends, 0, "expired on side %d", i);
     }
 }
-BOTH_BACKENDS(reads_expire)
+BOTH_STORES(reading, run, reads_expire)
 
 static hr_trend_item *popular(env *e, hr_window w, size_t *n) {
     hr_trend_item *items;
@@ -132,7 +132,7 @@ static void popular_windows(env *e) {
     cr_assert(hr_slice_eq(it[1].url, hr_slice_str("https://pop.example/z")) && llround(it[1].readers) == 4);
     cr_assert(hr_slice_eq(it[2].url, hr_slice_str("https://pop.example/y")));
 }
-BOTH_BACKENDS(popular_windows)
+BOTH_STORES(reading, run, popular_windows)
 
 static void trending_order(env *e) {
     site(e, "trend.example");
@@ -162,7 +162,7 @@ static void trending_order(env *e) {
     cr_assert_float_eq(it[1].score, 6, 1e-9);
     cr_assert_gt(it[0].score, it[1].score);
 }
-BOTH_BACKENDS(trending_order)
+BOTH_STORES(reading, run, trending_order)
 
 static void friends_popular(env *e) {
     site(e, "fp.example");
@@ -202,7 +202,7 @@ static void friends_popular(env *e) {
     cr_assert_eq(n, 1);
     cr_assert(hr_slice_eq(it[0].url, hr_slice_str("https://fp.example/1")) && it[0].n_friends == 3);
 }
-BOTH_BACKENDS(friends_popular)
+BOTH_STORES(reading, run, friends_popular)
 
 static void record_many_in_one_call(env *e) {
     site(e, "bulk.example");
@@ -250,4 +250,4 @@ static void record_many_in_one_call(env *e) {
     for (int i = 0; i < 6; i++)
         cr_assert_eq(out[i], HR_READ_NOT_OPTED_IN);
 }
-BOTH_BACKENDS(record_many_in_one_call)
+BOTH_STORES(reading, run, record_many_in_one_call)

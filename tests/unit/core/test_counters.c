@@ -22,8 +22,6 @@ static void run(const char *kind, counters_check check) {
     test_store_close(&t);
 }
 
-#define BOTH_BACKENDS(check) TEST_BOTH_BACKENDS(counters_rocksdb, counters_redis, run, check)
-
 static int64_t add(hr_counters *c, hr_slice counter, const char *object, const char *token) {
     int64_t n = -1;
     hr_err err = {0};
@@ -52,7 +50,7 @@ static void distinct_tokens(hr_counters *c, hr_slice ctr) {
     longtok[HR_TOKEN_MAX] = '\0';
     cr_assert_eq(add(c, ctr, "obj", longtok), 3);
 }
-BOTH_BACKENDS(distinct_tokens)
+BOTH_STORES(counters, run, distinct_tokens)
 
 static void bad_tokens_change_nothing(hr_counters *c, hr_slice ctr) {
     add(c, ctr, "obj", "t1");
@@ -66,7 +64,7 @@ static void bad_tokens_change_nothing(hr_counters *c, hr_slice ctr) {
     cr_assert_eq(hr_counters_add(c, ctr, hr_slice_str("obj"), hr_slice_str(big), &n, &err), HR_EINVAL);
     cr_assert_eq(count(c, ctr, "obj"), 1);
 }
-BOTH_BACKENDS(bad_tokens_change_nothing)
+BOTH_STORES(counters, run, bad_tokens_change_nothing)
 
 static void count_many(hr_counters *c, hr_slice ctr) {
     add(c, ctr, "a", "t1");
@@ -81,7 +79,7 @@ static void count_many(hr_counters *c, hr_slice ctr) {
     hr_err err = {0};
     cr_assert_eq(hr_counters_count_many(c, ctr, objs, HR_COUNTS_MAX + 1, counts, &err), HR_EINVAL);
 }
-BOTH_BACKENDS(count_many)
+BOTH_STORES(counters, run, count_many)
 
 static void named_counters_are_apart(hr_counters *c, hr_slice ctr) {
     char other[80];
@@ -91,7 +89,7 @@ static void named_counters_are_apart(hr_counters *c, hr_slice ctr) {
     cr_assert_eq(add(c, hr_slice_str(other), "obj", "t9"), 1);
     cr_assert_eq(count(c, ctr, "obj"), 1);
 }
-BOTH_BACKENDS(named_counters_are_apart)
+BOTH_STORES(counters, run, named_counters_are_apart)
 
 static void settings(hr_counters *c, hr_slice ctr) {
     hr_counter_settings s;
@@ -113,7 +111,7 @@ static void settings(hr_counters *c, hr_slice ctr) {
     cr_assert_eq(hr_counters_settings(c, ctr, &s, NULL), HR_OK);
     cr_assert_eq(s.exact_limit, 42, "a rejected change leaves the settings alone");
 }
-BOTH_BACKENDS(settings)
+BOTH_STORES(counters, run, settings)
 
 static void ttl_expires_connections(hr_counters *c, hr_slice ctr) {
     hr_counter_settings s = {400, 100};
@@ -124,7 +122,7 @@ static void ttl_expires_connections(hr_counters *c, hr_slice ctr) {
     cr_assert_eq(count(c, ctr, "obj"), 0, "both connections expired");
     cr_assert_eq(add(c, ctr, "obj", "t1"), 1, "a token counts again after expiry");
 }
-BOTH_BACKENDS(ttl_expires_connections)
+BOTH_STORES(counters, run, ttl_expires_connections)
 
 static void estimate_past_the_limit(hr_counters *c, hr_slice ctr) {
     hr_counter_settings s = {3600000, 50};
@@ -148,4 +146,4 @@ static void estimate_past_the_limit(hr_counters *c, hr_slice ctr) {
     }
     cr_assert_eq(count(c, ctr, "hot"), last);
 }
-BOTH_BACKENDS(estimate_past_the_limit)
+BOTH_STORES(counters, run, estimate_past_the_limit)
