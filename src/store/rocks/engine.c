@@ -387,6 +387,26 @@ static void free_options(rocksdb_options_t *o, rocksdb_options_t *cfopts[CF_COUN
 
 static void close_(hr_store *hs);
 
+/* What open_ makes around the database: its locks and what it keeps in
+ * memory, and s itself (close_, or open_ when the database fails to open). */
+static void free_store(rocks_store *s) {
+    for (size_t i = 0; i < ROCKS_STRIPES; i++)
+        pthread_mutex_destroy(&s->stripes[i]);
+    pthread_mutex_destroy(&s->tl_caps_lock);
+    pthread_mutex_destroy(&s->tl_bulk_lock);
+    queues_free(s->queues);
+    zreg_free(s->zreg);
+    tlcache_free(s->tlc);
+    rcache_free(s->meta_cache);
+    rcache_free(s->chunk_cache);
+    rcache_free(s->zset_cache);
+    rcache_free(s->pset_images);
+    pimg_log_free(s->pimg_log);
+    pcols_free(s->pcols);
+    vspares_free(s->views);
+    free(s);
+}
+
 static int open_(const char *uri, const hr_store_options *opts, hr_store **out, hr_err *err) {
     *out = NULL;
     const char *path = uri + strlen(hr_rocks_backend.uri_prefix);
@@ -445,20 +465,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     if (s->db == NULL) {
         int rc = hr_err_set(err, HR_EIO, "rocksdb: cannot open %s: %s", path, errptr);
         rocksdb_free(errptr);
-        for (size_t i = 0; i < ROCKS_STRIPES; i++)
-            pthread_mutex_destroy(&s->stripes[i]);
-        pthread_mutex_destroy(&s->tl_caps_lock);
-        pthread_mutex_destroy(&s->tl_bulk_lock);
-        zreg_free(s->zreg);
-        tlcache_free(s->tlc);
-        rcache_free(s->meta_cache);
-        rcache_free(s->chunk_cache);
-        rcache_free(s->zset_cache);
-        rcache_free(s->pset_images);
-        pimg_log_free(s->pimg_log);
-        pcols_free(s->pcols);
-        vspares_free(s->views);
-        free(s);
+        free_store(s);
         return rc;
     }
     s->queues = queues_new();
@@ -530,21 +537,7 @@ static void close_(hr_store *hs) {
     rocksdb_close(s->db);
     rocksdb_writeoptions_destroy(s->wopts);
     rocks_ingest_close(s);
-    for (size_t i = 0; i < ROCKS_STRIPES; i++)
-        pthread_mutex_destroy(&s->stripes[i]);
-    pthread_mutex_destroy(&s->tl_caps_lock);
-    pthread_mutex_destroy(&s->tl_bulk_lock);
-    queues_free(s->queues);
-    zreg_free(s->zreg);
-    tlcache_free(s->tlc);
-    rcache_free(s->meta_cache);
-    rcache_free(s->chunk_cache);
-    rcache_free(s->zset_cache);
-    rcache_free(s->pset_images);
-    pimg_log_free(s->pimg_log);
-    pcols_free(s->pcols);
-    vspares_free(s->views);
-    free(s);
+    free_store(s);
 }
 
 static int ping_(hr_store *hs, hr_err *err) {
