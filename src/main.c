@@ -189,7 +189,7 @@ static int parse_serve_args(int argc, char **argv, hr_config *cfg) {
 static unsigned default_io_threads(const hr_store *store) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned n = cores > 0 ? (unsigned)cores : 1;
-    return hr_store_remote(store) ? 4 * n : n;
+    return hr_store_caps_of(store)->remote ? 4 * n : n;
 }
 
 static int serve(int argc, char **argv) {
@@ -440,7 +440,7 @@ static int load(int argc, char **argv) {
                    (unsigned long long)st.fanout_entries,
                    st.fanout_s > 0 ? (double)st.fanout_entries / st.fanout_s : 0.0);
         }
-        if (status == 0 && hr_store_settles(store)) {
+        if (status == 0 && hr_store_caps_of(store)->settles) {
             /* The load leaves RocksDB level-0 files to compact; a server
              * started at once would read through them and share the cores
              * with their compaction (hr_store_settle). */

@@ -261,8 +261,8 @@ static void fanout(long entries, int threads, bool zset) {
         writers += f[i].cpu_s;
     printf("%s %s: %ld entries, %d thread(s), batches of %d: %.2f s, %.0f entries/s "
            "(CPU per entry: %.2f us in the writer threads, %.2f us in the whole process)\n",
-           hr_store_kind(S), zset ? "zadd" : "tladd", entries, threads, BATCH, s, (double)entries / s,
-           writers * 1e6 / (double)entries, cpu * 1e6 / (double)entries);
+           hr_store_caps_of(S)->kind, zset ? "zadd" : "tladd", entries, threads, BATCH, s,
+           (double)entries / s, writers * 1e6 / (double)entries, cpu * 1e6 / (double)entries);
 }
 
 /* Point writes and reads of small values in batches of 16, as a rating

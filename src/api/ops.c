@@ -10,7 +10,8 @@ void hr_api_healthz(hr_request *req) {
     hr_err err = {0};
     int rc = hr_store_ping(app->store, &err);
     if (rc != HR_OK) return hr_reply_error(req, HR_EUNAVAIL, &err);
-    hr_reply_json(req, 200, json_pack("{s:s,s:s}", "status", "ok", "store", hr_store_kind(app->store)));
+    hr_reply_json(req, 200,
+                  json_pack("{s:s,s:s}", "status", "ok", "store", hr_store_caps_of(app->store)->kind));
 }
 
 /* The fan-out queue: depth and lag (age of the oldest job) read from the

@@ -14,7 +14,7 @@ int hr_core_exec(hr_store *s, hr_batch *b, unsigned flags, const char *what, hr_
 
 int hr_core_write_last(hr_store *s, hr_batch *b, void (*last)(hr_batch *, void *), void *ctx,
                        const char *what, hr_err *err) {
-    if (hr_store_batches_atomic(s)) {
+    if (hr_store_caps_of(s)->atomic_batches) {
         last(b, ctx);
         return hr_core_exec(s, b, 0, what, err);
     }

@@ -555,7 +555,7 @@ int hr_fanout_run(hr_feeds *f, const hr_fanout_options *o, const char *consumer,
     *done = 0;
     if (max_jobs > HR_QCLAIM_MAX) max_jobs = HR_QCLAIM_MAX;
     gather g = {0}, *gp = NULL;
-    if (o->bulk && hr_store_tlbulk_pays(f->store) && f->store_caps_timelines) {
+    if (o->bulk && hr_store_caps_of(f->store)->bulk_files && f->store_caps_timelines) {
         g = (gather){.cap = o->bulk, .adds = hr_tlbulk_new(f->store), .acks = hr_batch_new(), .done = done};
         gp = &g;
     }

@@ -25,7 +25,7 @@
  * first reads (in the same hash slot when its key shares their hash tag);
  * dropping it is one batch, or one op in the batch of the caller's last
  * writes when they share its slot. A caller on a store that one process owns
- * (hr_store_shared false) needs none of this. */
+ * (hr_store_caps shared false) needs none of this. */
 #ifndef HR_LEASE_H
 #define HR_LEASE_H
 

@@ -233,7 +233,7 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
                 .score = score,
                 .time_ms = time_ms,
                 .st = stamp_i(score, time_ms),
-                .atomic = hr_store_batches_atomic(r->store),
+                .atomic = hr_store_caps_of(r->store)->atomic_batches,
                 .k = HR_BUF_INIT,
                 .m = HR_BUF_INIT};
     hr_buf lk = HR_BUF_INIT;
@@ -241,7 +241,7 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
     /* The mutex orders this process's upserts of (subject, object); other
      * servers on a shared store are kept out by the lease (see ratings.h). */
     hr_lease lease, *held = NULL;
-    if (hr_store_shared(r->store)) {
+    if (hr_store_caps_of(r->store)->shared) {
         hr_lease_init(&lease, HR_LEASE_WAIT_MS);
         lease_key(&lk, r, subject, object);
         held = &lease;

@@ -71,7 +71,7 @@
  * upserts of the SAME (subject, object) must not interleave: a striped
  * mutex per (subject, object) is held from that read to the write. That is
  * exact on RocksDB (one process). On Redis Cluster several herald servers
- * may share the store (hr_store_shared), and each has its own mutexes: an
+ * may share the store (hr_store_caps shared), and each has its own mutexes: an
  * upsert there also holds a lease on (subject, object) in the store
  * (core/lease.h), taken in the batch of its first read, in the subject's
  * hash slot ahead of that read, and given back once its writes are

@@ -169,7 +169,7 @@ typedef struct id_leases {
 
 static int lease2(hr_stories *s, hr_slice a, hr_slice b, id_leases *l, hr_err *err) {
     l->n = 0;
-    if (!hr_store_shared(s->store)) return HR_OK;
+    if (!hr_store_caps_of(s->store)->shared) return HR_OK;
     int c = memcmp(a.ptr, b.ptr, HR_STORY_ID_LEN);
     hr_slice ids[2] = {c <= 0 ? a : b, c <= 0 ? b : a};
     int rc = HR_OK;
@@ -425,7 +425,7 @@ hr_vote hr_stories_vote_ops(const hr_stories *s, hr_batch *b, hr_slice id, int64
     double hot = hr_rank_hot(v.guess, time_ms);
     hr_buf k = HR_BUF_INIT, hk = HR_BUF_INIT, vk = HR_BUF_INIT;
     rank_key(&hk, s, HR_RANK_HOT, id);
-    if (hr_store_batches_atomic(s->store)) {
+    if (hr_store_caps_of(s->store)->atomic_batches) {
         /* The whole batch is one atomic step: the hot score goes with it. */
         v.op = hr_stories_vote_op(s, b, id, delta);
         hr_zadd(b, hr_buf_slice(&hk), hot, id);

@@ -68,7 +68,7 @@
  *
  * Concurrency: metadata is read-modify-write (adding a URL). In one process
  * a striped mutex per story id serialises those, and creates of one URL.
- * Between servers sharing one Redis Cluster (hr_store_shared), each with
+ * Between servers sharing one Redis Cluster (hr_store_caps shared), each with
  * its own mutexes, the same ids are also leased in the store (core/lease.h)
  * in byte order, each in a batch of its own before the first read: without
  * that, two URLs added to one story at the same instant on two servers

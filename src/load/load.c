@@ -295,7 +295,7 @@ static double run_phase(shared *sh, const char *name, uint64_t total, void *(*fn
 
 double hr_load_settle(hr_store *store, FILE *out, const char *what, bool *settled) {
     *settled = true;
-    if (!hr_store_settles(store)) return 0;
+    if (!hr_store_caps_of(store)->settles) return 0;
     if (out) fprintf(out, "herald load: waiting for %s\n", what);
     return hr_store_settle(store, SETTLE_MAX_S, settled);
 }

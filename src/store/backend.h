@@ -17,31 +17,25 @@
 #include "store/store.h"
 
 typedef struct hr_store_backend {
-    const char *kind;       /* "rocksdb", "redis" */
+    hr_store_caps caps;     /* what it can do (store.h) */
     const char *uri_prefix; /* "rocksdb:", "redis://" */
     /* uri is the whole URI, prefix included. */
     int (*open)(const char *uri, const hr_store_options *opts, hr_store **out, hr_err *err);
     void (*close)(hr_store *s);
     int (*ping)(hr_store *s, hr_err *err);
-    /* See hr_store_settle; NULL: the backend has no background work to
-     * wait for. */
+    /* See hr_store_settle; NULL (and caps.settles false): the backend has
+     * no background work to wait for. */
     double (*settle)(hr_store *s, double max_s, bool *settled);
     /* Run b; see hr_store_exec. The dispatcher has already checked every
      * op's arguments: an op whose result.rc is not HR_OK on entry must be
      * skipped (it keeps that rc). Must set the rc of every op it runs. */
     int (*exec)(hr_store *s, hr_batch *b, unsigned flags, hr_err *err);
-    /* Every batch is atomic, flagged or not, whatever its keys (see
-     * hr_store_batches_atomic). */
-    bool batches_atomic;
     /* Take (+1) or drop (-1) a reference to an origin its results gave
      * (hr_result.origin); NULL: it gives none. */
     void (*origin_ref)(hr_origin *o, int delta);
-    /* Other processes may write the same data (see hr_store_shared). */
-    bool shared;
-    /* A batch is a network round trip (see hr_store_remote). */
-    bool remote;
-    /* Write w's adds (store.h "Bulk time-list adds") in a way of its own;
-     * NULL: as usual batches (hr_tlbulk_write_batches). */
+    /* Write w's adds (store.h "Bulk time-list adds") in a way of its own
+     * (and caps.bulk_files true); NULL: as usual batches
+     * (hr_tlbulk_write_batches). */
     int (*tlbulk_write)(hr_store *s, hr_tlbulk *w, hr_err *err);
     /* Declare a cap (see hr_store_tlcap; arguments checked); NULL: the
      * backend drops nothing by itself. */

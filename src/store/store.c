@@ -83,8 +83,8 @@ void hr_store_close(hr_store *s) {
     s->backend->close(s);
 }
 
-const char *hr_store_kind(const hr_store *s) {
-    return s->backend->kind;
+const hr_store_caps *hr_store_caps_of(const hr_store *s) {
+    return &s->backend->caps;
 }
 
 hr_origin *hr_origin_keep(hr_store *s, const hr_result *r) {
@@ -97,17 +97,6 @@ void hr_origin_release(hr_store *s, hr_origin *o) {
     if (o && s->backend->origin_ref) s->backend->origin_ref(o, -1);
 }
 
-bool hr_store_batches_atomic(const hr_store *s) {
-    return s->backend->batches_atomic;
-}
-
-bool hr_store_shared(const hr_store *s) {
-    return s->backend->shared;
-}
-bool hr_store_remote(const hr_store *s) {
-    return s->backend->remote;
-}
-
 int hr_store_ping(hr_store *s, hr_err *err) {
     return s->backend->ping(s, err);
 }
@@ -117,10 +106,6 @@ double hr_store_settle(hr_store *s, double max_s, bool *settled) {
     double waited = s->backend->settle ? s->backend->settle(s, max_s, &done) : 0;
     if (settled) *settled = done;
     return waited;
-}
-
-bool hr_store_settles(const hr_store *s) {
-    return s->backend->settle != NULL;
 }
 
 static bool tl_time_ok(int64_t t) {
@@ -215,7 +200,7 @@ static void count_batch_writes(_Atomic uint64_t *counts, const hr_batch *b) {
 }
 
 bool hr_store_stamps_on(hr_store *s) {
-    if (s->backend->shared) return false;
+    if (s->backend->caps.shared) return false;
     if (counts_of(s) == NULL) {
         _Atomic uint64_t *none = NULL, *counts = hr_xcalloc(STAMP_SLOTS, sizeof *counts);
         if (!atomic_compare_exchange_strong_explicit(&s->write_counts, &none, counts, memory_order_acq_rel,
@@ -385,10 +370,6 @@ void hr_tlbulk_free(hr_tlbulk *w) {
         hr_buf_free(&w->scratch[i]);
     free(w->e);
     free(w);
-}
-
-bool hr_store_tlbulk_pays(const hr_store *s) {
-    return s->backend->tlbulk_write != NULL;
 }
 
 bool hr_store_tlcap(hr_store *s, hr_slice prefix, hr_slice suffix, size_t keep) {

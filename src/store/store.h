@@ -144,36 +144,47 @@ int hr_store_open(const char *uri, const hr_store_options *opts, hr_store **out,
 /* Flush and close. NULL is a no-op. No hr_store_exec may be running. */
 void hr_store_close(hr_store *s);
 
-/* "rocksdb" or "redis". */
-const char *hr_store_kind(const hr_store *s);
+/* What a store can do, stated once by its backend. */
+typedef struct hr_store_caps {
+    const char *kind; /* "rocksdb" or "redis" */
+    /* EVERY batch is atomic as HR_EXEC_ATOMIC makes one, flagged or not,
+     * whatever its keys: its writes apply all or none, concurrent batches
+     * see all or none of them, and its read-modify-write ops (hr_zincr, ...)
+     * read and write inside it (RocksDB: one WriteBatch under its keys'
+     * locks). False on Redis Cluster, where only a flagged batch of one hash
+     * slot is. Lets a caller fold into one batch what must otherwise be
+     * ordered (core/exec.h, hr_core_write_last) or checked by a second,
+     * atomic one (core/ratings.c: the hot score with the vote). One
+     * exception on RocksDB, for readers only: a sorted set kept in memory
+     * (rocks/zset_memory.c) or a hot time list kept in memory
+     * (rocks/timelist_cache.c, hr_tlrange_spec.hot) is read at its latest
+     * committed state op by op, as a Redis client reads one, so a batch
+     * reading two such collections may see a concurrent batch's change in
+     * one and not yet in the other. Writers are unaffected: they write under
+     * the collections' locks. */
+    bool atomic_batches;
+    /* Other processes may write the same data at the same time: several
+     * herald servers on one Redis Cluster. False on RocksDB, which one
+     * process owns (a second server on the directory is refused). A caller
+     * that serialises a read-modify-write with an in-process mutex must, on
+     * a shared store, also hold a lease in the store (core/lease.h). */
+    bool shared;
+    /* Running a batch is a network round trip (Redis Cluster): the thread
+     * that runs it mostly waits, so a server needs more threads than cores
+     * to keep its cores busy. False on RocksDB, where a batch is CPU work in
+     * the process. */
+    bool remote;
+    /* The store has background work for hr_store_settle to wait for
+     * (RocksDB's flushes and compactions; Redis has none). */
+    bool settles;
+    /* The store writes bulk time-list adds (hr_tlbulk_write) in a way of its
+     * own, RocksDB as table files: gathering many per write pays. Else a
+     * caller may as well write as it goes. */
+    bool bulk_files;
+} hr_store_caps;
 
-/* True when EVERY batch is atomic as HR_EXEC_ATOMIC makes one, flagged or
- * not, whatever its keys: its writes apply all or none, concurrent batches
- * see all or none of them, and its read-modify-write ops (hr_zincr, ...)
- * read and write inside it (RocksDB: one WriteBatch under its keys' locks).
- * False on Redis Cluster, where only a flagged batch of one hash slot is.
- * Lets a caller fold into one batch what must otherwise be checked by a
- * second, atomic one (core/ratings.c: the hot score with the vote).
- * One exception on RocksDB, for readers only: a sorted set kept in memory
- * (rocks/zset_memory.c, zset_memory_*) or a hot time list kept in memory
- * (rocks/timelist_cache.c, hr_tlrange_spec.hot) is read at its latest committed
- * state op by op, as a Redis client reads one, so a batch reading two such
- * collections may see a concurrent batch's change in one and not yet in the
- * other. Writers are unaffected: they write under the collections' locks. */
-bool hr_store_batches_atomic(const hr_store *s);
-
-/* True when other processes may write the same data at the same time:
- * several herald servers on one Redis Cluster. False on RocksDB, which one
- * process owns (a second server on the directory is refused). A caller that
- * serialises a read-modify-write with an in-process mutex must, on a shared
- * store, also hold a lease in the store (core/lease.h). */
-bool hr_store_shared(const hr_store *s);
-
-/* True when running a batch is a network round trip (Redis Cluster): the
- * thread that runs it mostly waits, so a server needs more threads than
- * cores to keep its cores busy. False on RocksDB, where a batch is CPU work
- * in the process. */
-bool hr_store_remote(const hr_store *s);
+/* s's capabilities (valid as long as s). */
+const hr_store_caps *hr_store_caps_of(const hr_store *s);
 
 /* 0 when the store answers (RocksDB: always once open; Redis: every master
  * answers PING), else HR_EUNAVAIL with err filled. */
@@ -188,10 +199,6 @@ int hr_store_ping(hr_store *s, hr_err *err);
  * compactions and reads through every one of those files until they are
  * done (docs/DESIGN.md, "Measured decisions"). */
 double hr_store_settle(hr_store *s, double max_s, bool *settled);
-
-/* Whether the store has background work for hr_store_settle to wait for
- * (RocksDB's flushes and compactions; Redis has none). */
-bool hr_store_settles(const hr_store *s);
 
 /* Flags for hr_store_exec. */
 enum {
@@ -606,9 +613,6 @@ int hr_tlbulk_add(hr_tlbulk *w, hr_slice key, int64_t time_ms, hr_slice member, 
 size_t hr_tlbulk_len(const hr_tlbulk *w);
 int hr_tlbulk_write(hr_tlbulk *w, hr_err *err);
 void hr_tlbulk_free(hr_tlbulk *w);
-/* Whether the store writes bulk adds in a way of its own (then gathering
- * many per write pays; else a caller may as well write as it goes). */
-bool hr_store_tlbulk_pays(const hr_store *s);
 
 /* Write stamps ----------------------------------------------------------- */
 /* What lets a caller keep a result in memory and know, later, that nothing

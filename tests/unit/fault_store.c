@@ -68,7 +68,7 @@ static int fault_exec(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
         rc = run_split(c, b, flags, err);
     } else {
         if (n == c->at) {
-            cr_assert(!c->inner->backend->batches_atomic || c->keep == 0 || c->keep == FAULT_KEEP_ALL,
+            cr_assert(!c->inner->backend->caps.atomic_batches || c->keep == 0 || c->keep == FAULT_KEEP_ALL,
                       "an atomic batch runs whole or not at all");
             for (size_t i = 0; i < b->len; i++)
                 if (i >= 64 || !(c->keep >> i & 1)) b->ops[i].result.rc = HR_EIO; /* never sent */
@@ -145,7 +145,7 @@ size_t fault_store_batch_len(const hr_store *s) {
 
 size_t fault_store_every_crash(const hr_store *inner, size_t (*one)(void *ctx, size_t at, uint64_t keep),
                                void *ctx) {
-    bool atomic = inner->backend->batches_atomic;
+    bool atomic = inner->backend->caps.atomic_batches;
     size_t tried = 0;
     for (size_t at = 0;; at++) {
         size_t ops = one(ctx, at, 0);

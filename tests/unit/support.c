@@ -42,7 +42,7 @@ void test_store_close(test_store *t) {
 }
 
 void test_store_compact(test_store *t) {
-    cr_assert_str_eq(hr_store_kind(t->store), "rocksdb", "only RocksDB compacts");
+    cr_assert_str_eq(hr_store_caps_of(t->store)->kind, "rocksdb", "only RocksDB compacts");
     rocks_store *r = (rocks_store *)t->store;
     for (int i = 0; i < CF_COUNT_; i++)
         rocksdb_compact_range_cf(r->db, r->cf[i], NULL, 0, NULL, 0);

@@ -709,12 +709,10 @@ static int exec_(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
 }
 
 const hr_store_backend hr_redis_backend = {
-    .kind = "redis",
+    .caps = {.kind = "redis", .shared = true, .remote = true},
     .uri_prefix = "redis://",
     .open = open_,
     .close = close_,
     .ping = ping_,
     .exec = exec_,
-    .shared = true,
-    .remote = true,
 };

@@ -888,14 +888,13 @@ static void origin_ref(hr_origin *o, int delta) {
 }
 
 const hr_store_backend hr_rocks_backend = {
-    .kind = "rocksdb",
+    .caps = {.kind = "rocksdb", .atomic_batches = true, .settles = true, .bulk_files = true},
     .uri_prefix = "rocksdb:",
     .open = open_,
     .close = close_,
     .ping = ping_,
     .settle = settle_,
     .exec = exec_,
-    .batches_atomic = true,
     .origin_ref = origin_ref,
     .tlbulk_write = rocks_ingest_write,
     .tlcap = rocks_tlcap_declare,

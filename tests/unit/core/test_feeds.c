@@ -345,7 +345,7 @@ static const char *ids2(const hr_activity *x, const hr_activity *y) {
  * the oldest entry it read. On Redis Cluster (other servers write) every
  * read reads the store. */
 static void check_first_pages_are_kept_until_what_they_show_changes(env *e) {
-    bool kept = !hr_store_shared(e->t.store);
+    bool kept = !hr_store_caps_of(e->t.store)->shared;
     cr_assert_eq(e->feeds->pages != NULL, kept);
     follow(e, "me", "star");
     follow(e, "other", "star");
@@ -435,7 +435,7 @@ static void check_a_big_accounts_post_reaches_kept_pages(env *e) {
     hr_activity x1 = post(e, "star", NULL, T0); /* 3 followers > 2: star becomes big */
     drain(e);
     cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "f1", 10), x1.id);
-    cr_assert_eq(page_batches(e, "f1", 10, x1.id) == 0, !hr_store_shared(e->t.store));
+    cr_assert_eq(page_batches(e, "f1", 10, x1.id) == 0, !hr_store_caps_of(e->t.store)->shared);
     hr_activity x2 = post(e, "star", NULL, T0 + 5);
     cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "f1", 10), ids2(&x2, &x1), "at once, no drain");
 }
@@ -669,6 +669,7 @@ static void request_after_a_crash(env *e) {
     crash_walk w = {.e = e};
     for (w.what = CRASH_CREATE; w.what <= CRASH_FOLLOW; w.what++)
         tried += fault_store_every_crash(e->t.store, crash_one, &w);
-    cr_assert(tried >= (hr_store_batches_atomic(e->t.store) ? 14u : 32u), "%zu crashes tried", tried);
+    cr_assert(tried >= (hr_store_caps_of(e->t.store)->atomic_batches ? 14u : 32u), "%zu crashes tried",
+              tried);
 }
 FEEDS_TEST(run_default, request_after_a_crash)

@@ -326,7 +326,7 @@ static void servers_sharing_a_store_agree(env *e) {
     char ids[SRV_STORIES][17];
     for (int i = 0; i < SRV_STORIES; i++)
         story(e, i, T0, ids[i]);
-    int n_servers = hr_store_shared(e->t.store) ? 2 : 1;
+    int n_servers = hr_store_caps_of(e->t.store)->shared ? 2 : 1;
     hr_ratings *servers[2] = {e->ratings,
                               n_servers > 1 ? hr_ratings_new(e->t.store, e->stories) : e->ratings};
     static server_worker w[SRV_THREADS];
@@ -526,7 +526,8 @@ static void upsert_after_a_crash(env *e) {
         w.c = &crash_cases[i];
         tried += fault_store_every_crash(e->t.store, crash_one, &w);
     }
-    cr_assert(tried >= (hr_store_batches_atomic(e->t.store) ? 20u : 100u), "%zu crashes tried", tried);
+    cr_assert(tried >= (hr_store_caps_of(e->t.store)->atomic_batches ? 20u : 100u), "%zu crashes tried",
+              tried);
 }
 BOTH_STORES(ratings, run, upsert_after_a_crash)
 

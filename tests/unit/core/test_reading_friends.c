@@ -132,7 +132,7 @@ static void unfriend(env *e, const char *x, const char *y) {
  * calls (core/friends_memo.h) on RocksDB, while it is unchanged: a call
  * after a friendship ends or begins answers the new list. */
 static void friends_kept_between_calls(env *e) {
-    bool rocks = strcmp(hr_store_kind(e->t.store), "rocksdb") == 0;
+    bool rocks = strcmp(hr_store_caps_of(e->t.store)->kind, "rocksdb") == 0;
     site(e, "paper.example");
     char id[16];
     for (int i = 0; i < 150; i++) {

@@ -292,7 +292,7 @@ static void *add_urls(void *arg) {
 
 static void servers_adding_urls_lose_none(env *e) {
     hr_story st = create(e, "https://example.com/s", "S", T0, false);
-    int n_servers = hr_store_shared(e->t.store) ? 2 : 1;
+    int n_servers = hr_store_caps_of(e->t.store)->shared ? 2 : 1;
     hr_stories_options o = {.ns = e->ns};
     hr_stories *servers[2] = {e->stories, n_servers > 1 ? hr_stories_new(e->t.store, &o) : e->stories};
     url_adder w[ALIAS_THREADS];
@@ -894,6 +894,6 @@ static void create_after_a_crash(env *e) {
     crash_walk w = {.e = e};
     size_t tried = fault_store_every_crash(e->t.store, crash_one, &w);
     tried += fault_store_every_crash(e->t.store, crash_alias, &w);
-    cr_assert(tried >= (hr_store_batches_atomic(e->t.store) ? 4u : 20u), "%zu crashes tried", tried);
+    cr_assert(tried >= (hr_store_caps_of(e->t.store)->atomic_batches ? 4u : 20u), "%zu crashes tried", tried);
 }
 BOTH_STORES(stories, run, create_after_a_crash)

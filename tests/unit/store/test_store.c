@@ -588,9 +588,9 @@ STORE_TEST_MEM(store, batches_atomic_unflagged) {
      * is said, unflagged batches over keys of different hash slots are
      * seen whole, read-modify-writes included: two threads incrementing
      * two sorted sets together never let a reader see them differ. */
-    bool rocks = strcmp(hr_store_kind(s), "rocksdb") == 0;
-    cr_assert_eq(hr_store_batches_atomic(s), rocks);
-    if (!hr_store_batches_atomic(s)) return;
+    bool rocks = strcmp(hr_store_caps_of(s)->kind, "rocksdb") == 0;
+    cr_assert_eq(hr_store_caps_of(s)->atomic_batches, rocks);
+    if (!hr_store_caps_of(s)->atomic_batches) return;
     int torn = torn_pair_reads(s, K("ua"), K("ub"), 0);
     cr_assert_eq(torn, 0, "%d of 300 reads saw half an unflagged batch", torn);
 
@@ -645,7 +645,7 @@ STORE_TEST_MEM(store, queue_ops_run_with_the_rest_of_a_batch) {
  * (by any kind of write, in a batch or in bulk), not when it is read or
  * another key is written. Shared stores (Redis Cluster) have none. */
 STORE_TEST_MEM(store, write_stamps_follow_writes_of_their_key) {
-    bool shared = hr_store_shared(s);
+    bool shared = hr_store_caps_of(s)->shared;
     cr_assert_eq(hr_store_stamps_on(s), !shared);
     cr_assert_eq(hr_store_stamps(s), !shared);
     if (shared) return;

@@ -452,7 +452,8 @@ STORE_TEST(tl, bulk_adds_read_as_adds) {
     cr_assert_eq(hr_tlbulk_write(w, &err), HR_OK, "nothing to write");
     hr_tlbulk_free(w);
     bool rocks = strncmp(store_uri, "rocksdb:", 8) == 0;
-    cr_assert_eq(hr_store_tlbulk_pays(s), rocks, "RocksDB writes bulk adds its own way, Redis as batches");
+    cr_assert_eq(hr_store_caps_of(s)->bulk_files, rocks,
+                 "RocksDB writes bulk adds its own way, Redis as batches");
     if (!rocks) return;
 
     /* RocksDB: the same as table files, which a reopen finds; a file a

@@ -449,7 +449,7 @@ Test(redis_cluster_live, ping_every_master) {
     hr_store *s = open_or_fail(live_uri(), 0);
     hr_err err = {0};
     cr_assert_eq(hr_store_ping(s, &err), HR_OK, "%s", err.msg);
-    cr_assert_str_eq(hr_store_kind(s), "redis");
+    cr_assert_str_eq(hr_store_caps_of(s)->kind, "redis");
     hr_store_close(s);
 }
 

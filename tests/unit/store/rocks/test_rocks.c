@@ -200,7 +200,7 @@ Test(rocks_internals, sync_and_small_cache) {
     hr_store_options o = {.sync = true, .cache_bytes = 1 << 20};
     hr_err err = {0};
     cr_assert_eq(hr_store_open(uri, &o, &S, &err), HR_OK, "%s", err.msg);
-    cr_assert_str_eq(hr_store_kind(S), "rocksdb");
+    cr_assert_str_eq(hr_store_caps_of(S)->kind, "rocksdb");
     cr_assert_eq(hr_store_ping(S, &err), HR_OK);
     hr_batch *b = hr_batch_new();
     hr_incr(b, hr_slice_str("c"), 1);
