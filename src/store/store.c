@@ -210,10 +210,6 @@ bool hr_store_stamps_on(hr_store *s) {
     return true;
 }
 
-bool hr_store_stamps(const hr_store *s) {
-    return counts_of(s) != NULL;
-}
-
 hr_stamp hr_store_stamp(const hr_store *s, hr_slice key) {
     uint32_t slot = stamp_slot(key);
     return (hr_stamp){.slot = slot, .count = atomic_load_explicit(&counts_of(s)[slot], memory_order_acquire)};

@@ -634,8 +634,6 @@ typedef struct hr_stamp {
     uint64_t count;
 } hr_stamp;
 bool hr_store_stamps_on(hr_store *s);
-/* Whether stamps are on. */
-bool hr_store_stamps(const hr_store *s);
 /* Key's stamp now (stamps on). */
 hr_stamp hr_store_stamp(const hr_store *s, hr_slice key);
 /* Whether no write of the stamp's key was applied since it was taken. */
