@@ -76,6 +76,27 @@ stamp() {
     echo "$d, $c"
 }
 
+# bars TSV COLOUR Y LABEL WHERE: gnuplot lines for one panel of bars (label
+# TAB value rows of TSV), each with its value above it, and a dashed target
+# line at Y named LABEL, placed at WHERE ("0.98 right" or "0.5 center"),
+# OFFSET from the line (default 0,0.8: above it).
+bars() {
+    local tsv=$1 colour=$2 y=$3 label=$4 where=$5 offset=${6:-0,0.8}
+    cat <<EOF
+set arrow 1 from graph 0, first $y to graph 1, first $y nohead dt 2 lw 2 lc rgb "black"
+set label 1 "$label" at graph ${where% *}, first $y offset $offset ${where#* }
+plot "$tsv" using 2:xtic(1) notitle lc rgb "$colour", \
+     "" using 0:2:2 with labels offset 0,0.7 notitle
+unset arrow 1
+unset label 1
+EOF
+}
+
+# ratio A B: A / B with two decimals.
+ratio() {
+    awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a / b}'
+}
+
 # The look every figure shares.
 COMMON='
 set terminal pngcairo size 1100,560 font "Sans,10"
@@ -158,19 +179,11 @@ set xtics noenhanced
 set yrange [0:$(awk -v a="$ue" -v b="$ur" 'BEGIN{m = a > b ? a : b; print m * 1.15}')]
 set title "Unseen page of 20, member with 10 000 ratings"
 set ylabel "calls / s (2 threads, 2 connections, 2 clients)"
-set arrow 1 from graph 0, first $pg*10 to graph 1, first $pg*10 nohead dt 2 lw 2 lc rgb "black"
-set label 1 "10 x PostgreSQL" at graph 0.98, first $pg*10 offset 0,-0.9 right
-plot "$TMP/unseen.tsv" using 2:xtic(1) notitle lc rgb "#4477aa", \
-     "" using 0:2:2 with labels offset 0,0.7 notitle
-unset arrow 1
-unset label 1
+$(bars "$TMP/unseen.tsv" "#4477aa" "$pg*10" "10 x PostgreSQL" "0.98 right" "0,-0.9")
 set title "Rating upserts, 2 threads (HTTP: wrk)"
 set ylabel "upserts / s"
 set yrange [0:60000]
-set arrow 2 from graph 0, first 50000 to graph 1, first 50000 nohead dt 2 lw 2 lc rgb "black"
-set label 2 "target: 50 000 / s in process" at graph 0.5, first 50000 offset 0,0.8 center
-plot "$TMP/upserts.tsv" using 2:xtic(1) notitle lc rgb "#cc6677", \
-     "" using 0:2:2 with labels offset 0,0.7 notitle
+$(bars "$TMP/upserts.tsv" "#cc6677" 50000 "target: 50 000 / s in process" "0.5 center")
 unset multiplot
 EOF
     echo "$OUT/stories.png"
@@ -193,9 +206,9 @@ plot_feeds() {
         printf 'Redis Cluster\t%s\n' "$fx"
     } >"$TMP/fanout.tsv"
     {
-        printf 'RocksDB, first\t%s\n' "$(awk -v a="$pr" -v b="$nr" 'BEGIN{printf "%.2f", a / b}')"
-        printf 'RocksDB, kept\t%s\n' "$(awk -v a="$pk" -v b="$nr" 'BEGIN{printf "%.2f", a / b}')"
-        printf 'Redis Cluster\t%s\n' "$(awk -v a="$px" -v b="$nx" 'BEGIN{printf "%.2f", a / b}')"
+        printf 'RocksDB, first\t%s\n' "$(ratio "$pr" "$nr")"
+        printf 'RocksDB, kept\t%s\n' "$(ratio "$pk" "$nr")"
+        printf 'Redis Cluster\t%s\n' "$(ratio "$px" "$nx")"
     } >"$TMP/page.tsv"
     gnuplot <<EOF
 $COMMON
@@ -205,20 +218,12 @@ set xtics noenhanced
 set title "Fan-out of 65.6 M timeline entries, 2 drain threads"
 set ylabel "entries / s"
 set yrange [0:1600000]
-set arrow 1 from graph 0, first 1000000 to graph 1, first 1000000 nohead dt 2 lw 2 lc rgb "black"
-set label 1 "target: 1 000 000 / s" at graph 0.98, first 1000000 offset 0,0.8 right
-plot "$TMP/fanout.tsv" using 2:xtic(1) notitle lc rgb "#4477aa", \
-     "" using 0:2:2 with labels offset 0,0.7 notitle
-unset arrow 1
-unset label 1
+$(bars "$TMP/fanout.tsv" "#4477aa" 1000000 "target: 1 000 000 / s" "0.98 right")
 set title "Home page of 20, wrk 64 connections (first reads; kept pages)"
 set ylabel "pages / s, as a share of nginx's constant"
 set format y "%.1f"
 set yrange [0:1]
-set arrow 2 from graph 0, first 0.5 to graph 1, first 0.5 nohead dt 2 lw 2 lc rgb "black"
-set label 2 "target: 0.5 x nginx" at graph 0.98, first 0.5 offset 0,0.8 right
-plot "$TMP/page.tsv" using 2:xtic(1) notitle lc rgb "#228833", \
-     "" using 0:2:2 with labels offset 0,0.7 notitle
+$(bars "$TMP/page.tsv" "#228833" 0.5 "target: 0.5 x nginx" "0.98 right")
 unset multiplot
 EOF
     echo "$OUT/feeds.png"
