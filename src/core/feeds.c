@@ -153,23 +153,17 @@ static void rem_one(hr_batch *b, hr_slice key, const hr_activity *a, int64_t exp
     hr_tlrem(b, key, a->time_ms, hr_slice_of(a->id, HR_ACTIVITY_ID_LEN));
 }
 
-/* A write that comes last (hr_core_write_last): an activity's body, which
- * readers, jobs and retries go by, so whatever comes before it must be
- * there before it changes; or a fan-out job, acknowledged with what it
- * follows or not at all. */
-typedef struct last_write {
+/* Writes that come last (hr_core_write_last). An activity's body: readers,
+ * jobs and retries go by it, so whatever comes before it must be there
+ * before it changes. */
+typedef struct body_write {
     hr_feeds *f;
-    hr_slice id, body; /* the body's activity and value, or */
+    hr_slice id, body;
     int64_t expiry;
-    const hr_feed_job *job; /* the job */
-} last_write;
+} body_write;
 
-static void add_last(hr_batch *b, void *ctx) {
-    last_write *w = ctx;
-    if (w->job) {
-        push_job(w->f, b, w->job);
-        return;
-    }
+static void add_body(hr_batch *b, void *ctx) {
+    body_write *w = ctx;
     hr_buf k = HR_BUF_INIT;
     hr_put(b, hr_feeds_body_key(w->f, w->id, &k), w->body, w->expiry);
     hr_buf_free(&k);
@@ -177,8 +171,19 @@ static void add_last(hr_batch *b, void *ctx) {
 
 static int write_body_last(hr_feeds *f, hr_batch *b, hr_slice id, hr_slice body, int64_t expiry,
                            const char *what, hr_err *err) {
-    last_write w = {.f = f, .id = id, .body = body, .expiry = expiry};
-    return hr_core_write_last(f->store, b, add_last, &w, what, err);
+    body_write w = {.f = f, .id = id, .body = body, .expiry = expiry};
+    return hr_core_write_last(f->store, b, add_body, &w, what, err);
+}
+
+/* A fan-out job: acknowledged with what it follows or not at all. */
+typedef struct job_write {
+    hr_feeds *f;
+    const hr_feed_job *job;
+} job_write;
+
+static void add_job(hr_batch *b, void *ctx) {
+    job_write *w = ctx;
+    push_job(w->f, b, w->job);
 }
 
 int hr_feeds_write_new(hr_feeds *f, hr_batch *b, const hr_activity *a, hr_err *err) {
@@ -331,8 +336,8 @@ int hr_feeds_create(hr_feeds *f, const hr_activity *in, int64_t now_ms, hr_arena
     if (act.foreign_id.len)
         hr_put(b, hr_feeds_fid_key(f, act.actor, act.foreign_id, &k), hr_slice_of(act.id, HR_ACTIVITY_ID_LEN),
                0);
-    last_write then = {.f = f, .job = &job};
-    rc = hr_core_write_last(f->store, b, add_last, &then, "create activity", err);
+    job_write then = {.f = f, .job = &job};
+    rc = hr_core_write_last(f->store, b, add_job, &then, "create activity", err);
     if (rc == HR_OK) {
         hr_batch_reset(b);
         hr_slice group = hr_activity_group(&act);

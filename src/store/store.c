@@ -20,6 +20,7 @@ static _Atomic uint64_t batches_total, batch_errors_total;
  * (callers' keys are namespaced, store.h), "herald store format N". */
 #define FORMAT_KEY "herald:store-format"
 #define FORMAT_TEXT "herald store format "
+#define FORMAT_REBUILD "move it away and build the store again from your data"
 
 /* Make s's format record if s is new; refuse s unless it records ours. */
 static int check_format(hr_store *s, const char *uri, hr_err *err) {
@@ -34,7 +35,7 @@ static int check_format(hr_store *s, const char *uri, hr_err *err) {
             hr_batch_free(b);
             return hr_err_set(err, HR_ECONFLICT,
                               "store %s was made by a herald from before store formats; this herald reads "
-                              "format %d only: move it away and build the store again from your data",
+                              "format %d only: " FORMAT_REBUILD,
                               uri, HR_STORE_FORMAT);
         }
         /* New: record the format. Another server opening the same new
@@ -47,8 +48,8 @@ static int check_format(hr_store *s, const char *uri, hr_err *err) {
     const hr_result *r = hr_batch_result(b, op);
     if (rc == HR_OK && (r->rc != HR_OK || !hr_slice_eq(r->value, text)))
         rc = hr_err_set(err, HR_ECONFLICT,
-                        "store %s holds '%.*s' where its format should be; this herald reads format %d only: "
-                        "move it away and build the store again from your data",
+                        "store %s holds '%.*s' where its format should be; this herald reads format %d "
+                        "only: " FORMAT_REBUILD,
                         uri, r->rc == HR_OK ? (int)(r->value.len < 64 ? r->value.len : 64) : 0,
                         r->rc == HR_OK ? r->value.ptr : "", HR_STORE_FORMAT);
     hr_batch_free(b);

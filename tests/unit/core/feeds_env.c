@@ -9,7 +9,7 @@
 int64_t T0;
 
 /* e's namespace, graph and feeds, new (the old ones freed). */
-static void build(env *e) {
+void env_renew(env *e) {
     hr_feeds_free(e->feeds);
     hr_graph_free(e->graph);
     test_unique(e->ns, sizeof e->ns - 1, "t");
@@ -26,17 +26,13 @@ static void build(env *e) {
     e->feeds = hr_feeds_new(e->t.store, e->graph, &o);
 }
 
-void env_renew(env *e) {
-    build(e);
-}
-
 static void run(const char *kind, env_check check, int64_t threshold, size_t timeline_max) {
     env e;
     memset(&e, 0, sizeof e);
     test_store_open(&e.t, kind);
     e.threshold = threshold;
     e.timeline_max = timeline_max;
-    build(&e);
+    env_renew(&e);
     e.fo = (hr_fanout_options){.workers = 0, .lease_ms = 30000, .batch = 10};
     /* Gathered adds (fanout.c "Bulk"), written once 15 are gathered (the
      * second page of 10 of a job) or at the end of a drain: mid-job writes
