@@ -817,9 +817,16 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
     }
 
     rx x = {.s = s, .b = b, .err = err, .mem = HR_ARENA_INIT};
-    if (tlcache_lists(s->tlc) > 0 && writes_time_lists(b)) {
+    /* Every batch that writes time lists holds the gate, also while no
+     * list is kept: a batch that skipped it then could commit after the
+     * first list was registered and loaded, and that list would miss its
+     * write (rocks/timelist_cache.c, CONSISTENCY). Holding the gate, the
+     * set of kept lists cannot change, so with none kept there is nothing
+     * to look up. */
+    bool gated = writes_time_lists(b);
+    if (gated) {
         tlcache_gate_enter(s->tlc);
-        x.tlc_of = hr_arena_calloc(&x.mem, b->len * sizeof *x.tlc_of); /* non-NULL: the gate is held */
+        if (tlcache_lists(s->tlc) > 0) x.tlc_of = hr_arena_calloc(&x.mem, b->len * sizeof *x.tlc_of);
     }
     size_t n_stripes;
     uint32_t *stripes = write_stripes(b, s->tlc, x.tlc_of, &x.mem, &n_stripes);
@@ -869,7 +876,7 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
     rocksdb_release_snapshot(s->db, x.snap);
     for (size_t i = n_stripes; i-- > 0;)
         pthread_mutex_unlock(&s->stripes[stripes[i]]);
-    if (x.tlc_of) tlcache_gate_leave(s->tlc);
+    if (gated) tlcache_gate_leave(s->tlc);
     if (rc == 0) tlcache_keep_wanted(&x); /* with no lock held */
     zmem_end(&x);
     rx_view_free(&x);

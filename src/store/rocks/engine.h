@@ -204,7 +204,7 @@ typedef struct rx {
     size_t nzst, zst_cap;
     zmoves *zmoves;
     size_t nzmoves, zmoves_cap;
-    /* Time lists kept in memory (rocks_tlcache.c). tlc_of: set while the
+    /* Time lists kept in memory (rocks/timelist_cache.c). tlc_of: set while the
      * batch holds the gate (it writes time lists while some are kept): per
      * op of the batch, the kept list it writes (NULL: none), looked up once
      * when the stripes are chosen. Then the batch's changes to kept lists,
