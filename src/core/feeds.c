@@ -475,26 +475,40 @@ typedef struct feed_pos {
     int64_t time_ms;
     char id[HR_ACTIVITY_ID_LEN + 1];
     size_t count;
+    /* Items still to skip after this position: a request's offset that its
+     * scan bound or read rounds ran out before skipping, carried on by its
+     * next_cursor ("TIME.ID.COUNT.SKIP"; ".SKIP" only when not 0). */
+    size_t skip;
 } feed_pos;
 
 static int cursor_decode(const char *text, feed_pos *p, hr_err *err) {
     memset(p, 0, sizeof *p);
     if (text == NULL) return HR_OK;
     long long t;
-    unsigned long long count;
+    unsigned long long count, skip = 0;
     int n = 0;
-    if (sscanf(text, "%lld.%20[0-9a-f].%llu%n", &t, p->id, &count, &n) != 3 || text[n] != '\0' || t < 0 ||
-        strlen(p->id) != HR_ACTIVITY_ID_LEN || count > HR_FEED_OFFSET_MAX + 100000ULL)
+    if (sscanf(text, "%lld.%20[0-9a-f].%llu%n", &t, p->id, &count, &n) != 3) n = -1;
+    if (n > 0 && text[n] == '.') {
+        int m = 0;
+        if (sscanf(text + n, ".%llu%n", &skip, &m) != 1 || skip == 0 || skip > HR_FEED_OFFSET_MAX)
+            n = -1;
+        else
+            n += m;
+    }
+    if (n < 0 || text[n] != '\0' || t < 0 || strlen(p->id) != HR_ACTIVITY_ID_LEN ||
+        count > HR_FEED_OFFSET_MAX + 100000ULL)
         return hr_err_set(err, HR_EINVAL, "cursor is not valid");
     p->set = true;
     p->time_ms = t;
     p->count = (size_t)count;
+    p->skip = (size_t)skip;
     return HR_OK;
 }
 
 static const char *cursor_encode(hr_arena *a, const feed_pos *p) {
-    char buf[96];
-    int n = snprintf(buf, sizeof buf, "%" PRId64 ".%s.%zu", p->time_ms, p->id, p->count);
+    char buf[128];
+    int n = p->skip ? snprintf(buf, sizeof buf, "%" PRId64 ".%s.%zu.%zu", p->time_ms, p->id, p->count, p->skip)
+                    : snprintf(buf, sizeof buf, "%" PRId64 ".%s.%zu", p->time_ms, p->id, p->count);
     return hr_arena_strndup(a, buf, (size_t)n);
 }
 
@@ -581,8 +595,11 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
     feed_pos pos;
     int rc = cursor_decode(req->cursor, &pos, err);
     if (rc != HR_OK) return rc;
+    if (pos.skip + req->offset > HR_FEED_OFFSET_MAX)
+        return hr_err_set(err, HR_EINVAL, "offset plus the cursor's items still to skip must be 0..%d",
+                          HR_FEED_OFFSET_MAX);
     out->items = hr_arena_alloc(a, req->limit * sizeof *out->items);
-    size_t skip = req->offset, scanned = 0;
+    size_t skip = pos.skip + req->offset, scanned = 0;
     bool more = true;
     hr_batch *b = hr_batch_new();
     hr_buf k = HR_BUF_INIT;
@@ -695,8 +712,10 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
             }
         }
     }
-    if (rc == HR_OK && more && pos.count < plan->max_items && pos.set)
+    if (rc == HR_OK && more && pos.count < plan->max_items && pos.set) {
+        pos.skip = skip;
         out->next_cursor = cursor_encode(a, &pos);
+    }
     hr_batch_free(b);
     hr_buf_free(&k);
     return rc;

@@ -254,3 +254,72 @@ static void one_world(env *e, unsigned seed) {
 PAGES_CHECK(0)
 PAGES_CHECK(1)
 PAGES_CHECK(2)
+
+/* A query whose matches lie on both sides of the scan bound: a page that
+ * stops at the bound before its offset is used up hands what is left of the
+ * offset to its next_cursor, so following it lands where the offset would
+ * have, and paging from the start meets every match once, in order. */
+#define SPARSE_N (HR_FEED_SCAN_MAX + 10)
+static bool sparse_like(size_t i) {
+    return i == 2 || i == 5 || i == 9 || (i >= HR_FEED_SCAN_MAX + 3 && i < HR_FEED_SCAN_MAX + 8);
+}
+
+/* Follow cursors from req until `limit` items come or none is left; the
+ * items' indexes (newest first: i = 0 is the newest) into got. */
+static size_t sparse_walk(env *e, const char **ids, hr_feed_req req, size_t *got, size_t limit) {
+    hr_activity filter = {.actor = hr_slice_str("z"), .verb = hr_slice_str("like")};
+    size_t n = 0;
+    for (int pages = 0; pages < 10 && n < limit; pages++) {
+        hr_feed_page page;
+        hr_err err = {0};
+        cr_assert_eq(hr_feeds_query(e->feeds, &filter, &req, e->now, &e->a, &page, &err), HR_OK, "%s",
+                     err.msg);
+        for (size_t k = 0; k < page.n && n < limit; k++)
+            for (size_t i = 0; i < SPARSE_N; i++)
+                if (strcmp(ids[i], page.items[k].id) == 0) got[n++] = i;
+        if (page.next_cursor == NULL) break;
+        req.cursor = page.next_cursor;
+        req.offset = 0;
+    }
+    return n;
+}
+
+static void check_offset_outlives_the_scan_bound(env *e) {
+    const char **ids = hr_arena_alloc(&e->a, SPARSE_N * sizeof *ids);
+    for (size_t i = 0; i < SPARSE_N; i++) {
+        hr_activity in = {.actor = hr_slice_str("z"),
+                          .verb = hr_slice_str(sparse_like(i) ? "like" : "post"),
+                          .object = hr_slice_str("o"),
+                          .time_ms = e->now - 1000 - (int64_t)i * 10};
+        hr_activity out;
+        bool dup;
+        hr_err err = {0};
+        cr_assert_eq(hr_feeds_create(e->feeds, &in, e->now, &e->a, &out, &dup, &err), HR_OK, "%s", err.msg);
+        ids[i] = hr_arena_strndup(&e->a, out.id, strlen(out.id));
+    }
+    drain(e);
+    size_t likes[16], n_likes = 0;
+    for (size_t i = 0; i < SPARSE_N; i++)
+        if (sparse_like(i)) likes[n_likes++] = i;
+    for (size_t offset = 0; offset <= n_likes; offset++) {
+        hr_feed_req req = {.limit = 2, .offset = offset, .before_ms = INT64_MAX, .after_ms = INT64_MIN};
+        size_t got[16];
+        size_t n = sparse_walk(e, ids, req, got, n_likes);
+        cr_assert_eq(n, n_likes - offset, "offset %zu: %zu items, want %zu", offset, n, n_likes - offset);
+        for (size_t k = 0; k < n; k++)
+            cr_assert_eq(got[k], likes[offset + k], "offset %zu, item %zu: #%zu, want #%zu", offset, k, got[k],
+                         likes[offset + k]);
+    }
+    /* A cursor's items to skip count against the offset's limit. */
+    hr_feed_req req = {.limit = 1, .offset = 5, .before_ms = INT64_MAX, .after_ms = INT64_MIN};
+    hr_activity filter = {.actor = hr_slice_str("z"), .verb = hr_slice_str("like")};
+    hr_feed_page page;
+    hr_err err = {0};
+    cr_assert_eq(hr_feeds_query(e->feeds, &filter, &req, e->now, &e->a, &page, &err), HR_OK, "%s", err.msg);
+    cr_assert_eq(page.n, 0);
+    cr_assert_not_null(page.next_cursor);
+    req.cursor = page.next_cursor;
+    req.offset = HR_FEED_OFFSET_MAX;
+    cr_assert_eq(hr_feeds_query(e->feeds, &filter, &req, e->now, &e->a, &page, &err), HR_EINVAL);
+}
+FEEDS_TEST(run_default, check_offset_outlives_the_scan_bound)
