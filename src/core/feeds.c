@@ -507,8 +507,9 @@ static int cursor_decode(const char *text, feed_pos *p, hr_err *err) {
 
 static const char *cursor_encode(hr_arena *a, const feed_pos *p) {
     char buf[128];
-    int n = p->skip ? snprintf(buf, sizeof buf, "%" PRId64 ".%s.%zu.%zu", p->time_ms, p->id, p->count, p->skip)
-                    : snprintf(buf, sizeof buf, "%" PRId64 ".%s.%zu", p->time_ms, p->id, p->count);
+    int n = p->skip
+                ? snprintf(buf, sizeof buf, "%" PRId64 ".%s.%zu.%zu", p->time_ms, p->id, p->count, p->skip)
+                : snprintf(buf, sizeof buf, "%" PRId64 ".%s.%zu", p->time_ms, p->id, p->count);
     return hr_arena_strndup(a, buf, (size_t)n);
 }
 

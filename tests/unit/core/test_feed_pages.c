@@ -307,8 +307,8 @@ static void check_offset_outlives_the_scan_bound(env *e) {
         size_t n = sparse_walk(e, ids, req, got, n_likes);
         cr_assert_eq(n, n_likes - offset, "offset %zu: %zu items, want %zu", offset, n, n_likes - offset);
         for (size_t k = 0; k < n; k++)
-            cr_assert_eq(got[k], likes[offset + k], "offset %zu, item %zu: #%zu, want #%zu", offset, k, got[k],
-                         likes[offset + k]);
+            cr_assert_eq(got[k], likes[offset + k], "offset %zu, item %zu: #%zu, want #%zu", offset, k,
+                         got[k], likes[offset + k]);
     }
     /* A cursor's items to skip count against the offset's limit. */
     hr_feed_req req = {.limit = 1, .offset = 5, .before_ms = INT64_MAX, .after_ms = INT64_MIN};
