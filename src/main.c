@@ -203,6 +203,7 @@ static int serve(int argc, char **argv) {
     hr_store *store = NULL;
     hr_counters *counters = NULL;
     hr_stories *stories = NULL;
+    hr_route *routes = NULL;
     hr_ratings *ratings = NULL;
     hr_members *members = NULL;
     hr_graph *graph = NULL;
@@ -269,6 +270,11 @@ static int serve(int argc, char **argv) {
         status = EXIT_USAGE;
         goto done;
     }
+    if (cfg.activity_data_max < 1 || cfg.activity_data_max > HR_VALUE_MAX / 8) {
+        fprintf(stderr, "herald: activity_data_max must be 1..%u bytes\n", HR_VALUE_MAX / 8);
+        status = EXIT_USAGE;
+        goto done;
+    }
     hr_stories_options story_opts = {.ns = "", .content_max = (size_t)cfg.story_content_max};
     stories = hr_stories_new(store, &story_opts);
     ratings = hr_ratings_new(store, stories);
@@ -304,7 +310,8 @@ static int serve(int argc, char **argv) {
     hcfg.body_max = cfg.body_max;
     hcfg.timeout_s = (unsigned)((cfg.timeout + 999) / 1000);
     hcfg.max_connections = (unsigned)cfg.max_connections;
-    hcfg.routes = hr_api_routes(&hcfg.n_routes);
+    routes = hr_api_routes(&cfg, &hcfg.n_routes);
+    hcfg.routes = routes;
     hcfg.app = &app;
     if (auth) {
         hcfg.authenticate = authenticate;
@@ -334,6 +341,7 @@ done:
     hr_members_free(members);
     hr_ratings_free(ratings);
     hr_stories_free(stories);
+    free(routes);
     hr_counters_free(counters);
     hr_store_close(store);
     hr_auth_free(auth);

@@ -40,8 +40,10 @@ typedef struct hr_app {
  * out->cursor points into the request (valid until it is answered). */
 int hr_api_list_query(hr_request *req, hr_list_req *out, hr_err *err);
 
-/* The whole routing table (static; *n receives its length). */
-const hr_route *hr_api_routes(size_t *n);
+/* The whole routing table for these settings (*n receives its length):
+ * the body limits of stories and activities follow story_content_max and
+ * activity_data_max. The caller frees it. */
+hr_route *hr_api_routes(const hr_config *cfg, size_t *n);
 
 /* Handlers, by resource (registered in routes.c). */
 void hr_api_counter_put(hr_request *req);

@@ -2,18 +2,21 @@
  * may call it (checked by the transport before the handler runs), and the
  * body limit where it differs from the server's. Keep it in the order of
  * API.md. */
+#include <string.h>
+
 #include "api/api.h"
+#include "common/alloc.h"
 
 /* A counter PUT's body is one token: no reason to accept a megabyte. */
 #define TOKEN_BODY_MAX 4096
-/* A story's content (story_content_max, 256 KiB by default) as a JSON string
- * can grow up to 6x by escaping ("\u0001"); 2 MiB holds the default's worst
- * case. Content over story_content_max is refused by the handler (413). */
-#define STORY_BODY_MAX (2u << 20)
-/* An activity is small fields plus data (activity_data_max, 64 KiB by
- * default; the handler checks that): 1 MiB leaves room for any setting
- * below it, escaped. */
-#define ACTIVITY_BODY_MAX (1u << 20)
+/* A story's content (story_content_max) and an activity's data
+ * (activity_data_max) arrive as JSON strings, which escaping ("\u0001") can
+ * make up to 6x longer, next to a few small fields: their routes' limits
+ * follow those settings (hr_api_routes), never below the server's default.
+ * Content or data over its setting is refused by the handler (413). */
+#define ESCAPED_MAX(setting) (6 * (size_t)(setting) + 65536)
+#define STORY_BODY_MAX 1    /* placeholder: hr_api_routes sets it */
+#define ACTIVITY_BODY_MAX 2 /* placeholder: hr_api_routes sets it */
 /* Ratings, members and URLs are small JSON objects. */
 #define SMALL_BODY_MAX 16384
 /* friends-reads: 100 URLs of up to 2 KiB (escaped up to 6x) and, from the
@@ -86,7 +89,19 @@ static const hr_route routes[] = {
     {"GET", "/metrics", hr_api_metrics, HR_ACCESS_PUBLIC, NULL, 0},
 };
 
-const hr_route *hr_api_routes(size_t *n) {
+hr_route *hr_api_routes(const hr_config *cfg, size_t *n) {
     *n = sizeof routes / sizeof routes[0];
-    return routes;
+    hr_route *out = hr_xmalloc(sizeof routes);
+    memcpy(out, routes, sizeof routes);
+    for (size_t i = 0; i < *n; i++) {
+        size_t limit;
+        if (out[i].body_max == STORY_BODY_MAX)
+            limit = ESCAPED_MAX(cfg->story_content_max);
+        else if (out[i].body_max == ACTIVITY_BODY_MAX)
+            limit = ESCAPED_MAX(cfg->activity_data_max);
+        else
+            continue;
+        out[i].body_max = limit > cfg->body_max ? limit : (size_t)cfg->body_max;
+    }
+    return out;
 }

@@ -546,3 +546,27 @@ def test_metrics_count_requests_and_store_ops(server):
     text = metrics(server)
     assert (metric_sum(text, "herald_http_requests_total", status="400") or 0) >= 1, \
         "a 400 answer is not in herald_http_requests_total"
+
+
+def test_body_limits_follow_the_content_settings(herald, backend):
+    """A story's content and an activity's data may be set past the server's 1 MiB body
+    default: their routes then take bodies that large, and refuse (413) past the setting."""
+    h = herald.start(backend, "--set", "story_content_max=3m", "--set", "activity_data_max=2m")
+    content = "c" * (int(2.5 * MIB))
+    r = requests.post(f"{h.url}/api/v1/stories", json={"url": f"https://big.example/{uid('s')}",
+                                                        "content": content}, timeout=60)
+    assert r.status_code == 201, r.text[:300]
+    assert requests.get(f"{h.url}/api/v1/stories/{r.json()['id']}", timeout=60).json()["content"] == content
+    r = requests.post(f"{h.url}/api/v1/stories", json={"url": f"https://big.example/{uid('s')}",
+                                                        "content": "c" * (3 * MIB + 1)}, timeout=60)
+    assert_problem(r, 413, "content")
+    actor = uid("a")
+    data = {"blob": "d" * int(1.5 * MIB)}
+    r = requests.post(f"{h.url}/api/v1/activities", json={"actor": actor, "verb": "post", "data": data},
+                      timeout=60)
+    assert r.status_code == 201, r.text[:300]
+    page = requests.get(f"{h.url}/api/v1/users/{actor}/feed", timeout=60).json()
+    assert page["activities"][0]["data"] == data
+    r = requests.post(f"{h.url}/api/v1/activities",
+                      json={"actor": actor, "verb": "post", "data": {"blob": "d" * (2 * MIB + 1)}}, timeout=60)
+    assert_problem(r, 413, "data")

@@ -604,12 +604,17 @@ static void http_run(const char *kind, void (*check)(http_env *h)) {
     h.app = (hr_app){
         .store = h.e.t.store, .stories = h.e.stories, .ratings = h.e.ratings, .members = h.e.members};
     hr_http_config cfg = {.host = "127.0.0.1", .threads = 2, .app = &h.app};
-    cfg.routes = hr_api_routes(&cfg.n_routes);
+    hr_config settings;
+    hr_config_init(&settings);
+    hr_route *routes = hr_api_routes(&settings, &cfg.n_routes);
+    cfg.routes = routes;
     hr_err err = {0};
     cr_assert_eq(hr_http_start(&cfg, &h.server, &err), HR_OK, "%s", err.msg);
     h.port = hr_http_port(h.server);
     check(&h);
     hr_http_stop(h.server);
+    free(routes);
+    hr_config_free(&settings);
     env_close(&h.e);
 }
 
