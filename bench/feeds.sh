@@ -16,7 +16,7 @@
 #      wrk at 64 connections (req/s, p50, p99, ratio to nginx): first as
 #      readers first read their pages, then, on RocksDB, once every reader has
 #      read theirs (bench/timeline_every.lua): the pages herald keeps in memory
-#      (timeline_cache), with the share of pages answered from memory
+#      (the memos' share of memory), with the share of pages answered from memory
 #   5. the page's cost in store round trips and operations (from /metrics
 #      over 2,000 pages read from the store: measured first, before 4)
 #   6. create-to-visible delay for a 450-follower actor, p50 / p99, measured
@@ -107,7 +107,7 @@ fi
 # DELAY[NAME].
 declare -A COST DELAY KEPT
 # cache_counts: "HITS MISSES" of the first pages herald keeps in memory
-# (timeline_cache: RocksDB), from /metrics; nothing where it keeps none.
+# (the memos' share of memory: RocksDB), from /metrics; nothing where it keeps none.
 cache_counts() {
     "$PY" -c 'import re, sys, urllib.request
 t = urllib.request.urlopen(sys.argv[1] + "/metrics").read().decode()

@@ -194,8 +194,8 @@ ensure_cluster() {
 # 'postgres' user (as_pg), which must reach DIR's parent and the data files.
 
 # cache_mb: the memory a bench gives a server's own cache, in MB: a quarter
-# of the machine's, at most 4 GB. PostgreSQL's shared_buffers, and the
-# RocksDB block cache (store_cache) of the herald it is compared with.
+# of the machine's, at most 4 GB. PostgreSQL's shared_buffers; the herald it
+# is compared with gets as much on top of its default memory.
 cache_mb() {
     local mb
     mb=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 / 4 ))

@@ -11,9 +11,9 @@
 #      many popular) and "tail" feeds (URLs uniform over the ranks: mostly read by
 #      few), p50/p99 and calls/s on 2 threads; read recording; popular, trending,
 #      friends-popular. Bytes on disk per recorded read: the RocksDB directory
-#      (closed) over the reads recorded. The store gets a block cache
-#      (store_cache) of the memory PostgreSQL gets for shared_buffers (cache_mb,
-#      lib.sh: a quarter of RAM, at most 4 GB), here and in part 2.
+#      (closed) over the reads recorded. herald's memory (the setting) is
+#      what PostgreSQL gets for shared_buffers (cache_mb, lib.sh: a quarter of
+#      RAM, at most 4 GB) on top of herald's default 2 GB, here and in part 2.
 #   2. herald serve on that directory, measured with wrk (--latency):
 #      friends-reads for both kinds of feed and for "worst" (bench/friends_reads.lua,
 #      2 connections, so the latencies are the server's plus loopback), and read
@@ -109,7 +109,7 @@ if awk -v l="${LOAD_START%% *}" 'BEGIN { exit !(l > 0.5) }'; then
     log "WARNING: load average $LOAD_START before the run: other work on this machine skews the numbers"
 fi
 
-STORE_CACHE="store_cache=$(cache_mb)m" # as PostgreSQL's shared_buffers
+STORE_CACHE="memory=$(( $(cache_mb) + 2048 ))m" # PostgreSQL's shared_buffers on top of the default
 lcmd=(nice "$LOADER" --store "rocksdb:$STORE_DIR" --scale "$SCALE" --heavy "$HEAVY" --threads 2 --calls "$CALLS"
       --duration "$DUR" --set "$STORE_CACHE")
 if [ -n "$REUSE" ]; then
@@ -365,7 +365,7 @@ mkdir -p "$RESULTS_DIR"
     echo "- commit: $COMMIT$DIRTY"
     echo "- machine: $(nproc) cores, $MODEL, $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r)"
     echo "- tools: $(wrk --version 2>&1 | head -n1 | awk '{print $1, $2}')${PG_VERSION:+, PostgreSQL $PG_VERSION}"
-    echo "- memory: herald's RocksDB block cache \`$STORE_CACHE\`, as PostgreSQL's shared_buffers (other settings at their defaults)"
+    echo "- memory: herald's \`$STORE_CACHE\`, PostgreSQL's shared_buffers on top of herald's default 2 GB (other settings at their defaults)"
     echo "- load average: $LOAD_START before the run, $LOAD_AVG_AFTER_LOAD after the load, $(loadavg) at the end (the machine is shared: other work skews the numbers)"
     echo "- **scale $SCALE, $HEAVY heavy readers: $FULL**: $USERS users ($FRIENDSHIPS friendships, $FRIENDS_MEAN friends on average, at most $FRIENDS_MAX; $USERS_WITH_2000_FRIENDS users with 2 000 or more), $URLS URLs, $READS_SENT reads sent, $READS_RECORDED answered \"recorded\" (a repeated read of a page is kept as its newest), $QUERY_USERS users with 405..495 friends asked for"
     [ -n "$REUSE" ] && echo "- **dataset reused** from \`$REUSE\` (BENCH_READING_REUSE), loaded by an earlier run: the load's figures (load rate, friend sets, recording, the in-process rows without REOPENED_) are that run's; everything after the reopen, over HTTP and PostgreSQL is this run's"

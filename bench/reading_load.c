@@ -70,7 +70,7 @@
  * --url-sets 0 plans friends-reads as if URL sets did not exist (the choice
  * before them), to compare the two on one store in one build. --set
  * NAME=VALUE: a server setting (core/config.h) for the store as herald
- * would open it, e.g. --set store_cache=4g; repeatable. */
+ * would open it, e.g. --set memory=6g; repeatable. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -518,10 +518,18 @@ static void query_timed(job *j) {
 }
 
 static uint64_t ops_total(void) {
+    hr_store_metrics m;
+    hr_store_metrics_of(NULL, &m);
     uint64_t n = 0;
     for (int t = 0; t < HR_OP_COUNT_; t++)
-        n += hr_store_ops_total((hr_op_type)t);
+        n += m.ops[t];
     return n;
+}
+
+static uint64_t batches_total(void) {
+    hr_store_metrics m;
+    hr_store_metrics_of(NULL, &m);
+    return m.batches;
 }
 
 /* --calls calls on this thread (latency), then --threads threads for a
@@ -627,7 +635,7 @@ static void measure(const query *q, size_t calls, job *jobs) {
     if (opt.churn > 0 && pthread_create(&churner, NULL, churn_main, NULL) != 0)
         die("pthread_create: %s", strerror(errno));
     double churn_t0 = bu_now();
-    uint64_t ops0 = ops_total(), batches0 = hr_store_batches_total();
+    uint64_t ops0 = ops_total(), batches0 = batches_total();
     /* CPU time: on a shared machine the wall-clock latencies carry other
      * processes' load; this thread's CPU time per call compares builds fairly. */
     double cpu0 = thread_cpu();
@@ -649,7 +657,7 @@ static void measure(const query *q, size_t calls, job *jobs) {
         printf("%s_CHURN_PER_S=%.0f\n", q->name, (double)atomic_load(&churn_done) / (bu_now() - churn_t0));
     }
     double ops = (double)(ops_total() - ops0) / (double)calls;
-    double batches = (double)(hr_store_batches_total() - batches0) / (double)calls;
+    double batches = (double)(batches_total() - batches0) / (double)calls;
     printf("%s_N=%zu\n%s_P50_MS=%.3f\n%s_P90_MS=%.3f\n%s_P99_MS=%.3f\n%s_MAX_MS=%.3f\n", q->name, calls,
            q->name, bu_lat_ms(&lat, 50), q->name, bu_lat_ms(&lat, 90), q->name, bu_lat_ms(&lat, 99), q->name,
            bu_lat_ms(&lat, 100));

@@ -543,9 +543,10 @@ typedef struct opcount {
 
 static opcount ops_now(void) {
     opcount c;
-    for (int t = 0; t < HR_OP_COUNT_; t++)
-        c.ops[t] = hr_store_ops_total((hr_op_type)t);
-    c.batches = hr_store_batches_total();
+    hr_store_metrics m;
+    hr_store_metrics_of(NULL, &m);
+    memcpy(c.ops, m.ops, sizeof c.ops);
+    c.batches = m.batches;
     return c;
 }
 

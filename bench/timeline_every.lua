@@ -3,7 +3,7 @@
 -- (BENCH_USERS users, u0..u{N-1}; each wrk thread takes every WRK_THREADS-th
 -- user from its own start, and starts over at the end). Used once before a
 -- measurement, so that every reader has read their first page once (herald keeps
--- first pages in memory: timeline_cache).
+-- first pages in memory: the memos' share of memory).
 local users = tonumber(os.getenv("BENCH_USERS") or "100000")
 local threads = tonumber(os.getenv("BENCH_WRK_THREADS") or "2")
 local counter = 0

@@ -99,8 +99,7 @@ static bool feed_settings_valid(const hr_config *cfg) {
 
 #define FEEDS_OPTIONS(cfg)                                                                                   \
     .ns = "", .fanout_threshold = (int64_t)(cfg).fanout_threshold, .timeline_ttl_ms = (cfg).timeline_ttl,    \
-    .timeline_max = (size_t)(cfg).timeline_max, .queue = (cfg).fanout_queue,                                 \
-    .page_memo_bytes = (size_t)(cfg).timeline_cache
+    .timeline_max = (size_t)(cfg).timeline_max, .queue = (cfg).fanout_queue
 #define FANOUT_OPTIONS(cfg)                                                                                  \
     .workers = (unsigned)(cfg).fanout_workers, .lease_ms = (cfg).fanout_lease,                               \
     .batch = (size_t)(cfg).fanout_batch, .throttle_ms = (cfg).fanout_throttle, .poll_ms = 100,               \

@@ -364,8 +364,13 @@ int main(int argc, char **argv) {
                         "       store_micro URI fanout|zfanout [ENTRIES [THREADS]]\n");
         return 2;
     }
-    if (strcmp(argv[2], "tombstones-disk") == 0) opts.zset_memory_bytes = 1; /* nothing fits */
     uri = argv[1];
+    static char tuned[4096];
+    if (strcmp(argv[2], "tombstones-disk") == 0 && strncmp(uri, "rocksdb:", 8) == 0) {
+        snprintf(tuned, sizeof tuned, "%s%soff=rankings", uri,
+                 strchr(uri, '?') ? "&" : "?"); /* nothing fits */
+        uri = tuned;
+    }
     snprintf(tag, sizeof tag, "micro-%lx", (unsigned long)time(NULL) ^ (unsigned long)hr_mono_ns());
     open_store();
     if (fan_mode) {

@@ -58,7 +58,7 @@ static void timeline_cache_metrics(hr_app *app, hr_buf *out) {
         "# HELP herald_timeline_cache_pages First pages kept.\n"
         "# TYPE herald_timeline_cache_pages gauge\n"
         "herald_timeline_cache_pages %zu\n"
-        "# HELP herald_timeline_cache_bytes Memory the kept pages take (of timeline_cache).\n"
+        "# HELP herald_timeline_cache_bytes Memory the kept pages take (of the memos' share of memory).\n"
         "# TYPE herald_timeline_cache_bytes gauge\n"
         "herald_timeline_cache_bytes %zu\n",
         (unsigned long long)st.hits, (unsigned long long)st.misses, (unsigned long long)st.stale, st.entries,
@@ -68,11 +68,13 @@ static void timeline_cache_metrics(hr_app *app, hr_buf *out) {
 void hr_api_metrics(hr_request *req) {
     hr_buf out = HR_BUF_INIT;
     hr_http_metrics_render(hr_req_server(req), &out);
+    hr_store_metrics m;
+    hr_store_metrics_of(((hr_app *)hr_req_app(req))->store, &m);
     hr_buf_append_str(&out, "# HELP herald_store_ops_total Store operations executed, by type.\n"
                             "# TYPE herald_store_ops_total counter\n");
     for (int t = 0; t < HR_OP_COUNT_; t++)
         hr_buf_printf(&out, "herald_store_ops_total{op=\"%s\"} %llu\n", hr_op_label((hr_op_type)t),
-                      (unsigned long long)hr_store_ops_total((hr_op_type)t));
+                      (unsigned long long)m.ops[t]);
     hr_buf_printf(&out,
                   "# HELP herald_store_batches_total Store batches (round trips) executed.\n"
                   "# TYPE herald_store_batches_total counter\n"
@@ -80,8 +82,18 @@ void hr_api_metrics(hr_request *req) {
                   "# HELP herald_store_batch_errors_total Store batches that failed.\n"
                   "# TYPE herald_store_batch_errors_total counter\n"
                   "herald_store_batch_errors_total %llu\n",
-                  (unsigned long long)hr_store_batches_total(),
-                  (unsigned long long)hr_store_batch_errors_total());
+                  (unsigned long long)m.batches, (unsigned long long)m.batch_errors);
+    if (m.n_caches > 0)
+        hr_buf_append_str(&out,
+                          "# HELP herald_store_cache_bytes Bytes a store cache holds.\n"
+                          "# TYPE herald_store_cache_bytes gauge\n"
+                          "# HELP herald_store_cache_budget_bytes Bytes of memory a store cache may hold.\n"
+                          "# TYPE herald_store_cache_budget_bytes gauge\n");
+    for (size_t i = 0; i < m.n_caches; i++)
+        hr_buf_printf(&out,
+                      "herald_store_cache_bytes{cache=\"%s\"} %zu\n"
+                      "herald_store_cache_budget_bytes{cache=\"%s\"} %zu\n",
+                      m.caches[i].name, m.caches[i].bytes, m.caches[i].name, m.caches[i].budget);
     fanout_metrics(hr_req_app(req), &out);
     timeline_cache_metrics(hr_req_app(req), &out);
     hr_reply_text(req, 200, hr_buf_slice(&out));

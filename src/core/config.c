@@ -163,10 +163,6 @@ void hr_config_print_help(FILE *f) {
 }
 
 hr_store_options hr_config_store_options(const hr_config *cfg) {
-    return (hr_store_options){.sync = cfg->sync,
-                              .timeout_ms = (int)cfg->store_timeout,
-                              .cache_bytes = cfg->store_cache,
-                              .chunk_cache_bytes = cfg->chunk_cache,
-                              .meta_cache_bytes = cfg->meta_cache,
-                              .pset_image_bytes = cfg->pset_image_cache};
+    return (hr_store_options){
+        .sync = cfg->sync, .timeout_ms = (int)cfg->store_timeout, .memory = cfg->memory};
 }

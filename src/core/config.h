@@ -30,13 +30,8 @@
     X(timeout, DURATION, "30s", "idle / read timeout of a connection")                                       \
     X(max_connections, UINT, "4096", "connections served at once")                                           \
     X(store_timeout, DURATION, "2s", "Redis: timeout of one store round trip")                               \
-    X(store_cache, SIZE, "256m", "RocksDB: memory for recently read blocks (the block cache)")               \
-    X(chunk_cache, SIZE, "512m",                                                                             \
-      "RocksDB: memory for recently read packed-set chunks (who read a URL, seen stories)")                  \
-    X(meta_cache, SIZE, "256m",                                                                              \
-      "RocksDB: memory for recently read metadata records (a set's size; a rarely read URL's readers)")      \
-    X(pset_image_cache, SIZE, "256m",                                                                        \
-      "RocksDB: memory for whole-set images of large packed sets (a popular URL's readers)")                 \
+    X(memory, SIZE, "2g",                                                                                    \
+      "RocksDB: memory kept to answer reads, shared out among its caches (docs/DESIGN.md, Memory)")          \
     X(log_level, STR, "info", "debug, info, warn or error")                                                  \
     X(counter_ttl, DURATION, "30d", "a counter connection expires this long after its last PUT")             \
     X(counter_exact_limit, UINT, "10000", "distinct tokens counted exactly per object before the sketch")    \
@@ -45,8 +40,6 @@
       "actors and groups with more followers/members are merged at read time, not fanned out")               \
     X(timeline_ttl, DURATION, "60d", "timeline entries expire this long after the activity's time")          \
     X(timeline_max, UINT, "1000", "entries a home timeline keeps at most")                                   \
-    X(timeline_cache, SIZE, "256m",                                                                          \
-      "RocksDB: memory for home timelines' first pages, kept until what they show changes (0: none)")        \
     X(fanout_workers, UINT, "2", "background threads that fan activities out to timelines")                  \
     X(fanout_lease, DURATION, "30s",                                                                         \
       "a fan-out job not finished this long after it was claimed is run again")                              \

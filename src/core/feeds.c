@@ -103,7 +103,7 @@ hr_feeds *hr_feeds_new(hr_store *store, hr_graph *graph, const hr_feeds_options 
     f->store_caps_timelines =
         hr_store_tlcap(store, hr_buf_slice(&prefix), hr_slice_str("}/tl"), f->opts.timeline_max);
     hr_buf_free(&prefix);
-    f->pages = hr_memo_new(store, opts->page_memo_bytes);
+    f->pages = hr_memo_new(store, hr_store_caps_of(store)->memo_bytes);
     return f;
 }
 

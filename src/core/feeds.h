@@ -76,9 +76,6 @@ typedef struct hr_feeds_options {
      * another's jobs (a staging deployment on the same Redis Cluster, a
      * test) names its own. */
     const char *queue;
-    /* Memory for home timelines' first pages, kept while nothing they were
-     * read from changes (feeds_memo.c). 0, or a shared store: none kept. */
-    size_t page_memo_bytes;
 } hr_feeds_options;
 
 /* Feeds over store and graph (borrowed); options copied. */
@@ -139,7 +136,7 @@ int hr_feeds_query(hr_feeds *f, const hr_activity *filter, const hr_feed_req *re
                    hr_arena *a, hr_feed_page *out, hr_err *err);
 
 /* The kept home pages' counts (memo.h), for /metrics; false when none are
- * kept (page_memo_bytes 0, or a shared store). */
+ * kept: the store leaves no memory to memos (hr_store_caps.memo_bytes). */
 bool hr_feeds_page_memo_stats(hr_feeds *f, hr_memo_stats *out);
 
 /* How many accounts (users and groups) are big. */

@@ -50,7 +50,7 @@ static char *entry_value(memo_entry *e) {
 }
 
 hr_memo *hr_memo_new(hr_store *store, size_t budget) {
-    if (budget == 0 || !hr_store_stamps_on(store)) return NULL;
+    if (budget == 0 || !hr_store_caps_of(store)->stamps) return NULL;
     hr_memo *m = hr_xcalloc(1, sizeof *m);
     m->store = store;
     m->shard_budget = budget / MEMO_SHARDS;

@@ -11,7 +11,7 @@
  *
  * The memory it holds is bounded (budget bytes); past it, the answers used
  * least recently go. Only a store whose writes all pass through this process
- * can be stamped (hr_store_stamps_on): on a shared one, hr_memo_new answers
+ * can be stamped (hr_store_caps.stamps): on a shared one, hr_memo_new answers
  * NULL and the caller reads the store every time. Thread-safe. */
 #ifndef HR_MEMO_H
 #define HR_MEMO_H
@@ -26,9 +26,9 @@
 
 typedef struct hr_memo hr_memo;
 
-/* A memo of at most budget bytes over store (borrowed); it turns the
- * store's stamps on. NULL (no memo) when budget is 0 or the store is
- * shared. hr_memo_free(NULL) is a no-op. */
+/* A memo of at most budget bytes over store (borrowed). NULL (no memo)
+ * when budget is 0 or the store has no stamps. hr_memo_free(NULL) is a
+ * no-op. */
 hr_memo *hr_memo_new(hr_store *store, size_t budget);
 void hr_memo_free(hr_memo *m);
 

@@ -26,6 +26,8 @@ typedef struct hr_store_backend {
     /* See hr_store_settle; NULL (and caps.settles false): the backend has
      * no background work to wait for. */
     double (*settle)(hr_store *s, double max_s, bool *settled);
+    /* Fill m's caches (hr_store_metrics_of); NULL: it keeps none. */
+    void (*caches)(const hr_store *s, hr_store_metrics *m);
     /* Run b; see hr_store_exec. The dispatcher has already checked every
      * op's arguments: an op whose result.rc is not HR_OK on entry must be
      * skipped (it keeps that rc). Must set the rc of every op it runs. */
@@ -77,9 +79,13 @@ struct hr_store {
      * database in the directory). Redis Cluster cannot tell, and says
      * false: there a store without a format record is taken as new. */
     bool existed;
-    /* Write stamps (store.h): NULL while off; set once (other threads may
-     * be running batches then: they count from the next one on). */
-    _Atomic(_Atomic uint64_t *) write_counts;
+    /* Set by open: the bytes of hr_store_options.memory it leaves to its
+     * callers' memos (hr_store_caps.memo_bytes when stamps are counted). */
+    size_t memo_bytes;
+    /* The backend's caps, completed by hr_store_open. */
+    hr_store_caps caps;
+    /* Write stamps (store.h): the counters, when caps.stamps. */
+    _Atomic uint64_t *write_counts;
 };
 
 extern const hr_store_backend hr_rocks_backend;

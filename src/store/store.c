@@ -16,6 +16,8 @@ static const hr_store_backend *const backends[] = {&hr_rocks_backend, &hr_redis_
 static _Atomic uint64_t op_totals[HR_OP_COUNT_];
 static _Atomic uint64_t batches_total, batch_errors_total;
 
+#define STAMP_SLOTS (1u << 20) /* write stamps' counters (8 MB) */
+
 /* The record of a store's format: a value under a key no caller makes
  * (callers' keys are namespaced, store.h), "herald store format N". */
 #define FORMAT_KEY "herald:store-format"
@@ -66,6 +68,10 @@ int hr_store_open(const char *uri, const hr_store_options *opts, hr_store **out,
         hr_store *s;
         int rc = backends[i]->open(uri, opts, &s, err);
         if (rc != HR_OK) return rc;
+        s->caps = backends[i]->caps;
+        s->caps.stamps = !s->caps.shared;
+        s->caps.memo_bytes = s->caps.stamps ? s->memo_bytes : 0;
+        if (s->caps.stamps) s->write_counts = hr_xcalloc(STAMP_SLOTS, sizeof *s->write_counts);
         rc = check_format(s, uri, err);
         if (rc != HR_OK) {
             hr_store_close(s);
@@ -80,12 +86,12 @@ int hr_store_open(const char *uri, const hr_store_options *opts, hr_store **out,
 
 void hr_store_close(hr_store *s) {
     if (s == NULL) return;
-    free((void *)atomic_load(&s->write_counts));
+    free((void *)s->write_counts);
     s->backend->close(s);
 }
 
 const hr_store_caps *hr_store_caps_of(const hr_store *s) {
-    return &s->backend->caps;
+    return &s->caps;
 }
 
 hr_origin *hr_origin_keep(hr_store *s, const hr_result *r) {
@@ -172,14 +178,8 @@ static int validate(const hr_op *op) {
 
 /* Write stamps (store.h) ------------------------------------------------- */
 
-#define STAMP_SLOTS (1u << 20) /* 8 MB of counters */
-
 static uint32_t stamp_slot(hr_slice key) {
     return (uint32_t)(XXH3_64bits(key.ptr, key.len) & (STAMP_SLOTS - 1));
-}
-
-static _Atomic uint64_t *counts_of(const hr_store *s) {
-    return atomic_load_explicit(&((hr_store *)s)->write_counts, memory_order_acquire);
 }
 
 static void count_write(_Atomic uint64_t *counts, hr_slice key) {
@@ -200,25 +200,16 @@ static void count_batch_writes(_Atomic uint64_t *counts, const hr_batch *b) {
     }
 }
 
-bool hr_store_stamps_on(hr_store *s) {
-    if (s->backend->caps.shared) return false;
-    if (counts_of(s) == NULL) {
-        _Atomic uint64_t *none = NULL, *counts = hr_xcalloc(STAMP_SLOTS, sizeof *counts);
-        if (!atomic_compare_exchange_strong_explicit(&s->write_counts, &none, counts, memory_order_acq_rel,
-                                                     memory_order_acquire))
-            free((void *)counts); /* another thread turned them on first */
-    }
-    return true;
-}
-
 hr_stamp hr_store_stamp(const hr_store *s, hr_slice key) {
     uint32_t slot = stamp_slot(key);
-    return (hr_stamp){.slot = slot, .count = atomic_load_explicit(&counts_of(s)[slot], memory_order_acquire)};
+    if (s->write_counts == NULL) return (hr_stamp){.slot = STAMP_SLOTS}; /* never holds */
+    return (hr_stamp){.slot = slot,
+                      .count = atomic_load_explicit(&s->write_counts[slot], memory_order_acquire)};
 }
 
 bool hr_store_stamp_holds(const hr_store *s, hr_stamp st) {
     return st.slot < STAMP_SLOTS &&
-           atomic_load_explicit(&counts_of(s)[st.slot], memory_order_acquire) == st.count;
+           atomic_load_explicit(&s->write_counts[st.slot], memory_order_acquire) == st.count;
 }
 
 /* Batches ------------------------------------------------------------------ */
@@ -234,8 +225,7 @@ int hr_store_exec(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
     if (b->len == 0) return HR_OK;
     int rc = s->backend->exec(s, b, flags, err);
     if (rc != HR_OK) atomic_fetch_add_explicit(&batch_errors_total, 1, memory_order_relaxed);
-    _Atomic uint64_t *counts = counts_of(s);
-    if (counts) count_batch_writes(counts, b);
+    if (s->write_counts) count_batch_writes(s->write_counts, b);
     return rc;
 }
 
@@ -249,14 +239,13 @@ const char *hr_op_label(hr_op_type t) {
     }
 }
 
-uint64_t hr_store_ops_total(hr_op_type t) {
-    return t < HR_OP_COUNT_ ? atomic_load_explicit(&op_totals[t], memory_order_relaxed) : 0;
-}
-uint64_t hr_store_batches_total(void) {
-    return atomic_load(&batches_total);
-}
-uint64_t hr_store_batch_errors_total(void) {
-    return atomic_load(&batch_errors_total);
+void hr_store_metrics_of(const hr_store *s, hr_store_metrics *m) {
+    memset(m, 0, sizeof *m);
+    for (int t = 0; t < HR_OP_COUNT_; t++)
+        m->ops[t] = atomic_load_explicit(&op_totals[t], memory_order_relaxed);
+    m->batches = atomic_load(&batches_total);
+    m->batch_errors = atomic_load(&batch_errors_total);
+    if (s && s->backend->caches) s->backend->caches(s, m);
 }
 
 bool hr_op_is_write(hr_op_type t) {
@@ -350,7 +339,7 @@ int hr_tlbulk_write(hr_tlbulk *w, hr_err *err) {
         rc = w->s->backend->tlbulk_write(w->s, w, err);
     else if (w->n > 0)
         rc = hr_tlbulk_write_batches(w, 0, w->n, err);
-    _Atomic uint64_t *counts = counts_of(w->s);
+    _Atomic uint64_t *counts = w->s->write_counts;
     if (counts) /* after the write, applied or not, as for a batch */
         for (size_t i = 0; i < w->n; i++)
             if (i == 0 || !hr_slice_eq(hr_tlbulk_list(w, &w->e[i]), hr_tlbulk_list(w, &w->e[i - 1])))

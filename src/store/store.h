@@ -83,49 +83,20 @@ typedef struct hr_store_options {
      * the OS page cache) but not a power loss. Redis: ignored (the cluster's
      * own appendfsync decides). */
     bool sync;
-    /* RocksDB block cache in bytes; 0 means the default (256 MiB). */
-    size_t cache_bytes;
-    /* RocksDB: memory in bytes for recently read packed-set chunks, kept as
-     * records next to the block cache so that a test reads them in place
-     * (rocks/view.c); 0 means the default (512 MiB). A zipf-feed
-     * friends-reads tests 450 friends against every chunk of ~70 popular
-     * URLs' reader sets, so this is its working set. Redis: ignored. */
-    size_t chunk_cache_bytes;
-    /* RocksDB: memory in bytes for recently read metadata records (a
-     * set's size and, for a small set, its members: a rarely read URL's
-     * readers), a slot of 48 bytes per 256; 0 means the default (256 MiB).
-     * A friends-reads of a feed of 100 rarely read URLs reads 100 of them,
-     * each far dearer from the block cache than from here. Redis: ignored. */
-    size_t meta_cache_bytes;
-    /* RocksDB: memory in bytes for images of large packed sets (a popular
-     * URL's readers, rocks/pset_image.c), ~23 bytes a member; 0 means the
-     * default (256 MiB). A zipf-feed friends-reads tests its friends against
-     * ~65 popular URLs' sets, whose images are its working set. Redis:
-     * ignored. */
-    size_t pset_image_bytes;
+    /* Bytes the store may keep in memory to answer reads; 0 means
+     * HR_STORE_MEMORY_DEFAULT. RocksDB shares it out among its caches
+     * (rocks/memory.h) and leaves a share to its callers' memos
+     * (hr_store_caps.memo_bytes). Redis: ignored (the cluster holds it all). */
+    size_t memory;
     /* Redis: per-command timeout in milliseconds; 0 means 2000. */
     int timeout_ms;
-    /* RocksDB: sorted sets whose members keep changing score (rankings) are
-     * moved into memory, as Redis keeps every sorted set, once they qualify
-     * (src/store/rocks/zset_memory.c says when); this caps their memory in bytes,
-     * 0 meaning the default (512 MiB). Redis: ignored. */
-    size_t zset_memory_bytes;
-    /* RocksDB, for tests: keep every sorted set in memory from its creation.
-     * Redis: ignored. */
-    bool zset_memory_all;
-    /* RocksDB: how many of a hot time list's newest entries are loaded into
-     * memory (it holds up to twice as many before dropping the oldest); 0
-     * means the default (1024). Tests make it small. Redis: ignored. */
-    size_t tl_hot_keep;
-    /* RocksDB: bulk time-list adds (hr_tlbulk) are written as a table file
-     * from this many on; 0 means the default (50,000). Tests make it small.
-     * Redis: ignored. */
-    size_t tl_file_min;
 } hr_store_options;
+#define HR_STORE_MEMORY_DEFAULT ((size_t)2 << 30)
 
 /* Open a store from a URI:
- *   rocksdb:PATH                    embedded RocksDB in directory PATH (created
- *                                   if missing)
+ *   rocksdb:PATH[?TUNING]           embedded RocksDB in directory PATH (created
+ *                                   if missing); TUNING, for tests and
+ *                                   measurements, in rocks/memory.h
  *   redis://HOST:PORT[,HOST:PORT]   a Redis Cluster, any of whose nodes are
  *                                   given as seeds; the slot map is learnt from
  *                                   CLUSTER SLOTS
@@ -181,6 +152,12 @@ typedef struct hr_store_caps {
      * own, RocksDB as table files: gathering many per write pays. Else a
      * caller may as well write as it goes. */
     bool bulk_files;
+    /* Write stamps ("Write stamps" below) are counted: the store is not
+     * shared, so this process sees every write. */
+    bool stamps;
+    /* Bytes of hr_store_options.memory left to the callers' memos of
+     * results (core/memo.h); 0 when they should keep none (no stamps). */
+    size_t memo_bytes;
 } hr_store_caps;
 
 /* s's capabilities (valid as long as s). */
@@ -234,11 +211,24 @@ typedef enum {
 /* clang-format on */
 
 const char *hr_op_label(hr_op_type t);
-/* Ops of type t executed by this process since start (all stores). */
-uint64_t hr_store_ops_total(hr_op_type t);
-/* Batches executed, and batches that failed with a store error. */
-uint64_t hr_store_batches_total(void);
-uint64_t hr_store_batch_errors_total(void);
+
+/* What the store has done and what it holds, for /metrics and the benches. */
+#define HR_STORE_CACHES_MAX 16
+typedef struct hr_store_metrics {
+    /* Since the process started, over all its stores: ops by type, batches
+     * executed, and batches that failed with a store error. */
+    uint64_t ops[HR_OP_COUNT_];
+    uint64_t batches, batch_errors;
+    /* The store's caches (none on Redis): each one's name, the bytes of
+     * hr_store_options.memory it may hold, and the bytes it holds now. */
+    struct {
+        const char *name;
+        size_t budget, bytes;
+    } caches[HR_STORE_CACHES_MAX];
+    size_t n_caches;
+} hr_store_metrics;
+/* Fill m; s may be NULL (the totals only). */
+void hr_store_metrics_of(const hr_store *s, hr_store_metrics *m);
 
 /* ------------------------------------------------------------------------ */
 /* Batches                                                                   */
@@ -616,25 +606,23 @@ void hr_tlbulk_free(hr_tlbulk *w);
 
 /* Write stamps ----------------------------------------------------------- */
 /* What lets a caller keep a result in memory and know, later, that nothing
- * it read has been written since (core/memo.h). Once turned on, every batch
+ * it read has been written since (core/memo.h). On a store whose caps say
+ * `stamps`, every batch
  * and bulk write through this store object counts a write against each key
  * it writes, after the write is applied: a stamp taken before a read and
  * still holding after it says that no write of that key was applied in
  * between, or since. Keys share counters (2^20 of them, by hash), so a stamp
  * may stop holding for another key's write: never the other way round.
  *
- * Only this process's writes are counted. So hr_store_stamps_on refuses (and
- * leaves them off) on a shared store, where other servers write too. Turn
- * them on before taking stamps: a batch already running when they come on
- * may not be counted. Reads are not counted, and neither is what a store
+ * Only this process's writes are counted, so a shared store, where other
+ * servers write too, has none. Reads are not counted, and neither is what a store
  * drops by itself: expiry (which readers already apply by their own clock)
  * and capped lists past their keep. */
 typedef struct hr_stamp {
     uint32_t slot;
     uint64_t count;
 } hr_stamp;
-bool hr_store_stamps_on(hr_store *s);
-/* Key's stamp now (stamps on). */
+/* Key's stamp now (caps.stamps). */
 hr_stamp hr_store_stamp(const hr_store *s, hr_slice key);
 /* Whether no write of the stamp's key was applied since it was taken. */
 bool hr_store_stamp_holds(const hr_store *s, hr_stamp st);

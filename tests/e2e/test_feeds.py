@@ -523,8 +523,8 @@ def test_two_servers_on_one_redis_cluster_share_the_fanout(herald):
 
 
 def test_timeline_first_pages_are_kept_until_they_change(server):
-    """RocksDB keeps a home timeline's first page in memory (timeline_cache) until a key it
-    was read from is written: the same page again reads nothing from the store, and a
+    """RocksDB keeps a home timeline's first page in memory (the memos' share of `memory`)
+    until a key it was read from is written: the same page again reads nothing from the store, and a
     fan-out, an update or a delete shows at once. Redis Cluster (shared) keeps none."""
     s = server.session()
     a, f = uid("a"), uid("f")

@@ -548,6 +548,27 @@ def test_metrics_count_requests_and_store_ops(server):
         "a 400 answer is not in herald_http_requests_total"
 
 
+def test_metrics_show_the_store_caches(herald, backend):
+    """RocksDB reports each cache's share of `memory` and what it holds; a cache turned off
+    in the store URI gets none. Redis Cluster keeps no caches of herald's."""
+    tuned = {"data_dir": f"{herald.tmp_path / uid('data')}?off=chunks"} if backend == "rocksdb" else {}
+    h = herald.start(backend, "--set", "memory=100m", **tuned)
+    obj = uid("obj")
+    h.add(obj, "t")
+    assert h.count(obj) == 1
+    text = metrics(h)
+    if backend != "rocksdb":
+        assert "herald_store_cache_bytes" not in text
+        return
+    budget = {c: metric_sum(text, "herald_store_cache_budget_bytes", cache=c)
+              for c in ("blocks", "meta", "chunks", "zsets", "images", "rankings")}
+    assert budget["chunks"] == 0, budget
+    assert budget["blocks"] == 100 * MIB // 100 * 12, budget
+    assert sum(budget.values()) <= 100 * MIB
+    assert metric_sum(text, "herald_store_cache_bytes", cache="chunks") == 0
+    assert metric_sum(text, "herald_store_cache_bytes", cache="blocks") is not None
+
+
 def test_body_limits_follow_the_content_settings(herald, backend):
     """A story's content and an activity's data may be set past the server's 1 MiB body
     default: their routes then take bodies that large, and refuse (413) past the setting."""

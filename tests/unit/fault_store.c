@@ -114,6 +114,10 @@ static fault_store *wrap(hr_store *inner, size_t at) {
     if (c->backend.tlbulk_write) c->backend.tlbulk_write = fault_tlbulk_write;
     if (c->backend.tlcap) c->backend.tlcap = fault_tlcap;
     c->super.backend = &c->backend;
+    /* The inner store's caps, without stamps: the wrapper counts no writes. */
+    c->super.caps = inner->caps;
+    c->super.caps.stamps = false;
+    c->super.caps.memo_bytes = 0;
     c->inner = inner;
     c->at = at;
     return c;

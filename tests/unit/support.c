@@ -14,11 +14,12 @@ void test_store_open(test_store *t, const char *kind) {
     memset(t, 0, sizeof *t);
     char uri[256];
     hr_store_options opts = {0};
-    if (strcmp(kind, "rocksdb-files") == 0) opts.tl_file_min = 1; /* every bulk write a table file */
+    /* rocksdb-files: every bulk write a table file */
+    const char *tuning = strcmp(kind, "rocksdb-files") == 0 ? "?file_min=1" : "";
     if (strncmp(kind, "rocksdb", 7) == 0) {
         snprintf(t->dir, sizeof t->dir, "/tmp/herald-test-XXXXXX");
         cr_assert_not_null(mkdtemp(t->dir), "mkdtemp");
-        snprintf(uri, sizeof uri, "rocksdb:%s", t->dir);
+        snprintf(uri, sizeof uri, "rocksdb:%s%s", t->dir, tuning);
     } else {
         const char *redis = getenv("HERALD_TEST_REDIS");
         cr_assert_not_null(redis, "HERALD_TEST_REDIS is not set: run the tests with scripts/test.sh "
@@ -54,4 +55,16 @@ char *test_unique(char *buf, size_t cap, const char *prefix) {
     snprintf(buf, cap, "%s%02x%02x%02x%02x%02x%02x%02x%02x", prefix, r[0], r[1], r[2], r[3], r[4], r[5], r[6],
              r[7]);
     return buf;
+}
+
+uint64_t test_batches_total(void) {
+    hr_store_metrics m;
+    hr_store_metrics_of(NULL, &m);
+    return m.batches;
+}
+
+uint64_t test_ops_total(hr_op_type t) {
+    hr_store_metrics m;
+    hr_store_metrics_of(NULL, &m);
+    return m.ops[t];
 }

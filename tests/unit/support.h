@@ -21,6 +21,11 @@ void test_store_close(test_store *t);
  * time (the compaction filters run). Fails the test on any other kind. */
 void test_store_compact(test_store *t);
 
+/* The process's store totals (hr_store_metrics_of): batches executed, and
+ * ops of type t. */
+uint64_t test_batches_total(void);
+uint64_t test_ops_total(hr_op_type t);
+
 /* A name unique to this process and call: prefix + random hex. Returns buf. */
 char *test_unique(char *buf, size_t cap, const char *prefix);
 

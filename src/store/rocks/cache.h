@@ -21,6 +21,8 @@ void rcache_free(rcache *c);
  * (stamp: the DB's latest sequence number after it). */
 void rcache_write_begin(rcache *c, hr_slice key);
 void rcache_write_end(rcache *c, hr_slice key, bool ok, bool found, hr_slice raw, uint64_t stamp);
+/* Bytes of records the cache holds (keys and values). */
+size_t rcache_bytes(rcache *c);
 /* How many records the cache holds (tests). */
 size_t rcache_count(rcache *c);
 /* The value cached for key, if it is the one a batch whose rx.seq is seq

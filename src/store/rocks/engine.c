@@ -178,11 +178,6 @@
 #include "store/rocks/values.h"
 #include "store/rocks/zset.h"
 
-#define DEFAULT_CACHE_BYTES ((size_t)256 << 20)
-#define DEFAULT_CHUNK_CACHE_BYTES ((size_t)512 << 20)
-#define DEFAULT_META_CACHE_BYTES ((size_t)256 << 20)
-#define DEFAULT_PSET_IMAGE_BYTES ((size_t)256 << 20)
-
 static const char *const cf_names[CF_COUNT_] = {"default",   "subkeys", "zindex",         "sketch",
                                                 "timelists", "queues",  "timesetmembers", "memsetmembers"};
 
@@ -308,7 +303,7 @@ void rocks_prefix_bloom_tables(rocksdb_options_t *o, rocksdb_cache_t *cache) {
 /* Options for the DB and for each column family. compression is a
  * rocksdb_*_compression constant. The filter factories and the merge operator
  * are owned by the options (and then by the DB) once set. */
-static rocksdb_options_t *make_options(rocks_store *s, const hr_store_options *opts, int compression,
+static rocksdb_options_t *make_options(rocks_store *s, int compression,
                                        rocksdb_options_t *cfopts[CF_COUNT_]) {
     rocksdb_options_t *o = rocksdb_options_create();
     rocksdb_options_set_create_if_missing(o, 1);
@@ -339,8 +334,7 @@ static rocksdb_options_t *make_options(rocks_store *s, const hr_store_options *o
     rocksdb_options_set_memtable_whole_key_filtering(o, 1);
 
     rocksdb_block_based_table_options_t *t = rocksdb_block_based_options_create();
-    rocksdb_cache_t *cache =
-        rocksdb_cache_create_lru(opts->cache_bytes ? opts->cache_bytes : DEFAULT_CACHE_BYTES);
+    rocksdb_cache_t *cache = s->blocks;
     rocksdb_block_based_options_set_block_cache(t, cache);
     /* ~10 bits per key: 1 % false positives, so a miss rarely reads a block.
      * The table options own the policy. */
@@ -375,7 +369,6 @@ static rocksdb_options_t *make_options(rocks_store *s, const hr_store_options *o
             if (i == CF_SKETCH) rocksdb_options_set_merge_operator(cfopts[i], rocks_hll_merge_operator());
         }
     }
-    rocksdb_cache_destroy(cache); /* the table options hold it */
     return o;
 }
 
@@ -404,13 +397,23 @@ static void free_store(rocks_store *s) {
     pimg_log_free(s->pimg_log);
     pcols_free(s->pcols);
     vspares_free(s->views);
+    if (s->blocks) rocksdb_cache_destroy(s->blocks);
     free(s);
 }
 
 static int open_(const char *uri, const hr_store_options *opts, hr_store **out, hr_err *err) {
     *out = NULL;
-    const char *path = uri + strlen(hr_rocks_backend.uri_prefix);
-    if (*path == '\0') return hr_err_set(err, HR_EINVAL, "store '%s': expected rocksdb:PATH", uri);
+    /* rocksdb:PATH[?TUNING] (rocks/memory.h) */
+    char path[PATH_MAX];
+    const char *rest = uri + strlen(hr_rocks_backend.uri_prefix), *query = strchr(rest, '?');
+    size_t path_len = query ? (size_t)(query - rest) : strlen(rest);
+    if (path_len == 0) return hr_err_set(err, HR_EINVAL, "store '%s': expected rocksdb:PATH", uri);
+    if (path_len >= sizeof path - 16) return hr_err_set(err, HR_EINVAL, "store '%s': path too long", uri);
+    memcpy(path, rest, path_len);
+    path[path_len] = '\0';
+    rocks_tuning tune;
+    int trc = rocks_tuning_parse(query ? query + 1 : NULL, opts->memory, &tune, err);
+    if (trc != HR_OK) return trc;
     if (mkdir_p(path) != 0)
         return hr_err_set(err, HR_EIO, "rocksdb: cannot create %s: %s", path, strerror(errno));
 
@@ -418,7 +421,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     s->super.backend = &hr_rocks_backend;
     /* A database is there when RocksDB's CURRENT file is (hr_store_open
      * then requires its format record). */
-    char current[PATH_MAX];
+    char current[PATH_MAX + 16];
     snprintf(current, sizeof current, "%s/CURRENT", path);
     s->super.existed = access(current, F_OK) == 0;
     for (size_t i = 0; i < ROCKS_STRIPES; i++)
@@ -429,20 +432,21 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     clock_gettime(CLOCK_REALTIME, &ts);
     atomic_init(&s->next_version, ((uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u) * 1024u);
     atomic_init(&s->filters_may_read, false);
-    s->zreg = zreg_new(opts);
-    s->tlc = tlcache_new(opts->tl_hot_keep);
+    /* Every cache from its share of the memory (rocks/memory.h). */
+    s->budget = tune;
+    s->super.memo_bytes = tune.budget[ROCKS_CACHE_MEMOS];
+    s->blocks = rocksdb_cache_create_lru(tune.budget[ROCKS_CACHE_BLOCKS]);
+    s->zreg = zreg_new(tune.budget[ROCKS_CACHE_RANKINGS], tune.zset_memory_all);
+    s->tlc = tlcache_new(tune.tl_hot_keep);
     /* A slot per 256 bytes of the metadata cache: its records (a URL's
      * readers inline, a set's size) are ~50-200 bytes, and a friends-reads
      * of a feed of 100 rarely read URLs is 100 of them. A slot per 4 KiB of
      * the chunk cache (a chunk holds 2-8 KiB). Both so that the working set
      * rarely fills both ways of a bucket (rocks/view.c). */
-    s->meta_cache = rcache_for_memory(
-        opts->meta_cache_bytes ? opts->meta_cache_bytes : DEFAULT_META_CACHE_BYTES, 256, 4096);
-    s->chunk_cache = rcache_for_memory(
-        opts->chunk_cache_bytes ? opts->chunk_cache_bytes : DEFAULT_CHUNK_CACHE_BYTES, 4096, 1u << 16);
-    s->zset_cache = rcache_new(ZC_SLOTS, ZC_MAX_BYTES, ZC_BUDGET);
-    s->pset_images = rcache_new(PIMG_SLOTS, PIMG_MAX_BYTES,
-                                opts->pset_image_bytes ? opts->pset_image_bytes : DEFAULT_PSET_IMAGE_BYTES);
+    s->meta_cache = rcache_for_memory(tune.budget[ROCKS_CACHE_META], 256, 4096);
+    s->chunk_cache = rcache_for_memory(tune.budget[ROCKS_CACHE_CHUNKS], 4096, 1u << 16);
+    s->zset_cache = rcache_new(ZC_SLOTS, ZC_MAX_BYTES, tune.budget[ROCKS_CACHE_ZSETS]);
+    s->pset_images = rcache_new(PIMG_SLOTS, PIMG_MAX_BYTES, tune.budget[ROCKS_CACHE_IMAGES]);
     s->pimg_log = pimg_log_new();
     s->pcols = pcols_new();
     s->views = vspares_new();
@@ -452,7 +456,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     char *errptr = NULL;
     for (size_t c = 0; c < sizeof compressions / sizeof compressions[0]; c++) {
         rocksdb_options_t *cfopts[CF_COUNT_];
-        rocksdb_options_t *o = make_options(s, opts, compressions[c], cfopts);
+        rocksdb_options_t *o = make_options(s, compressions[c], cfopts);
         rocksdb_free(errptr);
         errptr = NULL;
         s->db = rocksdb_open_column_families(o, path, CF_COUNT_, cf_names,
@@ -473,7 +477,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     s->wopts = rocksdb_writeoptions_create();
     rocksdb_writeoptions_set_sync(s->wopts, opts->sync);
     atomic_store(&s->filters_may_read, true);
-    int rc = rocks_ingest_open(s, path, opts, err);
+    int rc = rocks_ingest_open(s, path, tune.tl_file_min, err);
     if (rc != HR_OK) {
         close_(&s->super);
         return rc;
@@ -901,6 +905,7 @@ const hr_store_backend hr_rocks_backend = {
     .close = close_,
     .ping = ping_,
     .settle = settle_,
+    .caches = rocks_caches_report,
     .exec = exec_,
     .origin_ref = origin_ref,
     .tlbulk_write = rocks_ingest_write,

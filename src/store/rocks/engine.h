@@ -22,6 +22,7 @@
 #include "common/buf.h"
 #include "store/backend.h"
 #include "store/rocks/codec.h"
+#include "store/rocks/memory.h"
 
 /* Column families, in the order they are opened. */
 enum {
@@ -75,6 +76,9 @@ typedef struct rocks_store {
     /* True between the end of open and the start of close: only then may the
      * compaction filters read metadata through db. */
     atomic_bool filters_may_read;
+    /* What each cache may hold (rocks/memory.h), and RocksDB's block cache. */
+    rocks_tuning budget;
+    rocksdb_cache_t *blocks;
     zreg *zreg;
     tlcache *tlc;
     rcache *meta_cache;        /* metadata records */

@@ -9,7 +9,7 @@
 /* Bulk time-list adds as table files (rocks_ingest.c). open: the
  * directory of the files (leftovers of a crash removed); close frees what
  * open and rocks.c's open set; write: the backend's tlbulk_write. */
-int rocks_ingest_open(rocks_store *s, const char *path, const hr_store_options *opts, hr_err *err);
+int rocks_ingest_open(rocks_store *s, const char *path, size_t file_min, hr_err *err);
 void rocks_ingest_close(rocks_store *s);
 int rocks_ingest_write(hr_store *hs, hr_tlbulk *w, hr_err *err);
 

@@ -49,14 +49,14 @@
 #include "common/log.h"
 #include "store/rocks/timelist.h"
 
-/* Below this many adds (unless hr_store_options.tl_file_min says) the
+/* Below this many adds (unless the URI's file_min says, rocks/memory.h) the
  * memtable is cheaper: each ingestion flushes the time lists' memtable, and
  * a small file is one more level-0 table that reads look at until it is
  * compacted. */
 #define INGEST_MIN_ADDS 50000
 
-int rocks_ingest_open(rocks_store *s, const char *path, const hr_store_options *opts, hr_err *err) {
-    s->tl_file_min = opts->tl_file_min ? opts->tl_file_min : INGEST_MIN_ADDS;
+int rocks_ingest_open(rocks_store *s, const char *path, size_t file_min, hr_err *err) {
+    s->tl_file_min = file_min ? file_min : INGEST_MIN_ADDS;
     size_t n = strlen(path) + sizeof "/ingest";
     s->ingest_dir = hr_xmalloc(n);
     snprintf(s->ingest_dir, n, "%s/ingest", path);

@@ -727,6 +727,10 @@ void rcache_offer(rcache *c, hr_slice key, hr_slice val, uint64_t seq) {
     offer(c, key, true, val, seq);
 }
 
+size_t rcache_bytes(rcache *c) {
+    return atomic_load_explicit(&c->bytes, memory_order_relaxed);
+}
+
 size_t rcache_count(rcache *c) {
     size_t n = 0;
     for (size_t i = 0; i < c->nbuckets; i++) {

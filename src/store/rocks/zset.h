@@ -148,7 +148,11 @@ int zs_remove_range(rx *x, hr_slice key, rmeta *m, bool reverse, double min, dou
 
 /* Sorted sets kept in memory (rocks_zmem.c)                                 */
 
-zreg *zreg_new(const hr_store_options *opts);
+/* The sets kept in memory: at most budget bytes of them; all: every set
+ * from its creation (tests). */
+zreg *zreg_new(size_t budget, bool all);
+/* Bytes the sets kept in memory take. */
+size_t zreg_bytes(zreg *r);
 void zreg_free(zreg *r);
 /* The in-memory order of the set (key, m->version) (m: its metadata, with
  * ZF_MEM), built from its member records when the process has not built it

@@ -29,10 +29,10 @@
  * WHICH SETS. A set moves into memory (once; never back) when, since the
  * store opened, its members have changed score at least as many times as it
  * has members, it has at least ZMEM_MIN_SIZE members, and the memory of all
- * in-memory sets stays under hr_store_options.zset_memory_bytes. That is a
+ * in-memory sets stays under the "rankings" share of the memory (rocks/memory.h). That is a
  * ranking, not a list that only grows (a feed, an index by date: their
  * members rarely move). Tests can put every set in memory from its creation
- * (hr_store_options.zset_memory_all).
+ * (the URI's zset_memory=all).
  *
  * CONSISTENCY. Writers hold the key's stripe lock as for any set (rocks/engine.c),
  * so a writer's reads of the set are exact. A batch's changes are staged
@@ -69,9 +69,8 @@
 #include "store/rocks/cache.h"
 #include "store/rocks/zset.h"
 
-#define ZBLOCK 128         /* items per block at most */
-#define ZMEM_MIN_SIZE 1024 /* members a set needs to move into memory */
-#define ZMEM_DEFAULT_BYTES ((size_t)512 << 20)
+#define ZBLOCK 128           /* items per block at most */
+#define ZMEM_MIN_SIZE 1024   /* members a set needs to move into memory */
 #define ZMEM_MEMBER_BYTES 80 /* estimated bytes per member, besides its own */
 
 /* The ordered structure ------------------------------------------------------ */
@@ -408,15 +407,19 @@ struct zreg {
     size_t moves_cap, moves_n;
 };
 
-zreg *zreg_new(const hr_store_options *opts) {
+zreg *zreg_new(size_t budget, bool all) {
     zreg *r = hr_xcalloc(1, sizeof *r);
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->built, NULL);
     r->cap = 64;
     r->tab = hr_xcalloc(r->cap, sizeof *r->tab);
-    r->budget = opts->zset_memory_bytes ? opts->zset_memory_bytes : ZMEM_DEFAULT_BYTES;
-    r->all = opts->zset_memory_all;
+    r->budget = budget;
+    r->all = all;
     return r;
+}
+
+size_t zreg_bytes(zreg *r) {
+    return atomic_load_explicit(&r->bytes, memory_order_relaxed);
 }
 
 static void ent_free(zent *e) {

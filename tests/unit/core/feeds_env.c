@@ -15,14 +15,13 @@ void env_renew(env *e) {
     test_unique(e->ns, sizeof e->ns - 1, "t");
     strcat(e->ns, "/");
     e->graph = hr_graph_new(e->t.store, e->ns);
-    /* First pages kept in memory (feeds_memo.c) where the store allows: so
-     * every check that reads a timeline again after a change checks that
-     * the change reached the kept page. */
+    /* First pages kept in memory (feeds_memo.c) where the store allows (the
+     * memos' share of its memory): so every check that reads a timeline
+     * again after a change checks that the change reached the kept page. */
     hr_feeds_options o = {.ns = e->ns,
                           .fanout_threshold = e->threshold,
                           .timeline_ttl_ms = 60LL * 86400000,
-                          .timeline_max = e->timeline_max,
-                          .page_memo_bytes = 16u << 20};
+                          .timeline_max = e->timeline_max};
     e->feeds = hr_feeds_new(e->t.store, e->graph, &o);
 }
 

@@ -295,9 +295,9 @@ static void check_big_accounts_merge_at_read(env *e) {
     cr_assert_eq(hr_fanout_entries_total() - before, 0, "no timeline entry for a big account");
     char want[64];
     snprintf(want, sizeof want, "%s,%s", x2.id, x1.id);
-    uint64_t batches = hr_store_batches_total();
+    uint64_t batches = test_batches_total();
     cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "f1", 10), want, "merged at read time, at once");
-    cr_assert_eq(hr_store_batches_total() - batches, 3,
+    cr_assert_eq(test_batches_total() - batches, 3,
                  "a reader of a big account: timeline + big-account set, the big feeds, the bodies");
     cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "f3", 1), x2.id);
     /* A reader who follows no big account: the timeline with the (empty)
@@ -306,9 +306,9 @@ static void check_big_accounts_merge_at_read(env *e) {
     drain(e);
     hr_activity x3 = post(e, "f1", NULL, T0 + 9);
     drain(e);
-    batches = hr_store_batches_total();
+    batches = test_batches_total();
     cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, "f4", 10), x3.id);
-    cr_assert_eq(hr_store_batches_total() - batches, 2, "two round trips for a page");
+    cr_assert_eq(test_batches_total() - batches, 2, "two round trips for a page");
 }
 FEEDS_TEST(run_big, check_big_accounts_merge_at_read)
 
@@ -317,9 +317,9 @@ FEEDS_TEST(run_big, check_big_accounts_merge_at_read)
 /* The store batches one read of who's first page of `limit` costs; the
  * page must be want (ids as read_ids gives them). */
 static uint64_t page_batches(env *e, const char *who, size_t limit, const char *want) {
-    uint64_t before = hr_store_batches_total();
+    uint64_t before = test_batches_total();
     cr_assert_str_eq(read_ids(e, HR_FEED_TIMELINE, who, limit), want);
-    return hr_store_batches_total() - before;
+    return test_batches_total() - before;
 }
 
 /* who's home timeline page for req (its first page of limit, offset
@@ -357,9 +357,9 @@ static void check_first_pages_are_kept_until_what_they_show_changes(env *e) {
     cr_assert_gt(page_batches(e, "me", 5, x.id), 0, "another limit is another page");
     cr_assert_gt(page_batches(e, "other", 10, x.id), 0, "another reader's is another page");
     for (int i = 0; i < 2; i++) {
-        uint64_t before = hr_store_batches_total();
+        uint64_t before = test_batches_total();
         timeline_page(e, "me", 10, 1);
-        cr_assert_gt(hr_store_batches_total() - before, 0, "only first pages are kept");
+        cr_assert_gt(test_batches_total() - before, 0, "only first pages are kept");
     }
 
     /* A post fanned out. */
@@ -474,13 +474,13 @@ static const char *stored_timeline(env *e, const char *who) {
 static void check_compaction_cuts_timelines(env *e) {
     for (int i = 0; i < 3; i++)
         post(e, "a", NULL, T0 + i);
-    uint64_t trims = hr_store_ops_total(HR_OP_TLTRIM);
+    uint64_t trims = test_ops_total(HR_OP_TLTRIM);
     follow(e, "me", "a"); /* backfills 3 */
     drain(e);
     for (int i = 3; i < 12; i++)
         post(e, "a", NULL, T0 + i);
     drain(e);
-    cr_assert_eq(hr_store_ops_total(HR_OP_TLTRIM), trims, "no trims written");
+    cr_assert_eq(test_ops_total(HR_OP_TLTRIM), trims, "no trims written");
     cr_assert_str_eq(stored_timeline(e, "me"), "11 10 9 8 7 6 5 4 3 2 1 0", "uncut until a compaction");
     cr_assert_eq(count_feed(e, HR_FEED_TIMELINE, "me"), 5, "a page never shows more than timeline_max");
     test_store_compact(&e->t);

@@ -97,6 +97,7 @@ Test(memo, none_without_a_budget_or_on_a_shared_store) {
     test_store_close(&t);
     test_store_open(&t, "redis");
     cr_assert_null(hr_memo_new(t.store, 1 << 20), "other servers write the store unseen");
-    cr_assert_not(hr_store_stamps_on(t.store), "a shared store has no stamps");
+    cr_assert_not(hr_store_caps_of(t.store)->stamps, "a shared store has no stamps");
+    cr_assert_eq(hr_store_caps_of(t.store)->memo_bytes, 0);
     test_store_close(&t);
 }

@@ -143,11 +143,11 @@ static void unseen_remembers_a_seen_set(env *e) {
     hr_ratings *filled = e->ratings;
     e->ratings = hr_ratings_new(e->t.store, e->stories);
     hr_ratings_set_seen_min(e->ratings, 50);
-    uint64_t b0 = hr_store_batches_total();
+    uint64_t b0 = test_batches_total();
     hr_story_page first = unseen(e, "reader", HR_RANK_TOP, 20, NULL);
-    uint64_t b1 = hr_store_batches_total();
+    uint64_t b1 = test_batches_total();
     hr_story_page again = unseen(e, "reader", HR_RANK_TOP, 20, NULL);
-    uint64_t b2 = hr_store_batches_total();
+    uint64_t b2 = test_batches_total();
     hr_ratings_free(e->ratings);
     e->ratings = filled;
     cr_assert_eq(b2 - b1, b1 - b0 - 1, "first call %llu batches, second %llu", (unsigned long long)(b1 - b0),

@@ -31,8 +31,9 @@
 
 static hr_store *S;                 /* the store under test, or NULL */
 static hr_store_options store_opts; /* what S is opened with (zeros: the defaults) */
+static char store_tuning[128];      /* RocksDB: the URI's tuning (rocks/memory.h), fx_tune */
 static bool zsets_in_memory;        /* RocksDB keeps every sorted set in memory (fx_rocksmem_init) */
-static char open_error[512];        /* why S is NULL */
+static char open_error[1024];       /* why S is NULL */
 static char store_uri[128];         /* what S was opened from (fx_reopen) */
 static char tmpdir[64];             /* rocks: the DB's parent directory */
 static char prefix[40];             /* this test's key namespace */
@@ -41,9 +42,20 @@ static hr_batch *B;                 /* the batch of ONE() */
 
 static void fx_open(void) {
     hr_err err = {0};
-    if (hr_store_open(store_uri, &store_opts, &S, &err) != HR_OK)
-        snprintf(open_error, sizeof open_error, "cannot open %s: %s (%s)", store_uri, err.msg,
+    char uri[sizeof store_uri + sizeof store_tuning + 256];
+    bool rocks = strncmp(store_uri, "rocksdb:", 8) == 0;
+    snprintf(uri, sizeof uri, "%s%s%s", store_uri, rocks && store_tuning[0] ? "?" : "",
+             rocks ? store_tuning : "");
+    if (hr_store_open(uri, &store_opts, &S, &err) != HR_OK)
+        snprintf(open_error, sizeof open_error, "cannot open %s: %s (%s)", uri, err.msg,
                  hr_errname(err.code));
+}
+
+/* Add a parameter ("hot_keep=4") to the RocksDB URI's tuning, for the next
+ * open (rocks/memory.h); a later value of a parameter wins. */
+static inline void fx_tune(const char *param) {
+    size_t n = strlen(store_tuning);
+    snprintf(store_tuning + n, sizeof store_tuning - n, "%s%s", n ? "&" : "", param);
 }
 
 static void fx_common_init(void) {
@@ -65,12 +77,12 @@ static void fx_rocks_init(void) {
     fx_open();
 }
 
-/* RocksDB with every sorted set in memory from its creation
- * (hr_store_options.zset_memory_all): the path rankings take once they move
- * into memory (src/store/rocks/zset_memory.c). */
+/* RocksDB with every sorted set in memory from its creation (the URI's
+ * zset_memory=all): the path rankings take once they move into memory
+ * (src/store/rocks/zset_memory.c). */
 static inline void fx_rocksmem_init(void) {
     zsets_in_memory = true;
-    store_opts.zset_memory_all = true;
+    fx_tune("zset_memory=all");
     fx_rocks_init();
 }
 

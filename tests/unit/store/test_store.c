@@ -10,7 +10,7 @@
  * registers it three times (store_fixture.h): in suite `store_rocksdb` on a
  * store opened on a fresh temporary directory (removed afterwards); in
  * suite `store_rocksmem`, the same with every sorted set kept in memory from
- * its creation (hr_store_options.zset_memory_all: the path rankings take
+ * its creation (the URI's zset_memory=all: the path rankings take
  * once they move into memory, src/store/rocks/zset_memory.c); and in suite
  * `store_redis` on the cluster named by $HERALD_TEST_REDIS (scripts/test.sh
  * starts one and sets it). The other files' suites are named after their
@@ -646,7 +646,7 @@ STORE_TEST_MEM(store, queue_ops_run_with_the_rest_of_a_batch) {
  * another key is written. Shared stores (Redis Cluster) have none. */
 STORE_TEST_MEM(store, write_stamps_follow_writes_of_their_key) {
     bool shared = hr_store_caps_of(s)->shared;
-    cr_assert_eq(hr_store_stamps_on(s), !shared);
+    cr_assert_eq(hr_store_caps_of(s)->stamps, !shared);
     if (shared) return;
     hr_slice key = K("stamped"), other = K("other");
     for (int i = 0; hr_store_stamp(s, other).slot == hr_store_stamp(s, key).slot; i++) {
@@ -685,9 +685,11 @@ STORE_TEST_MEM(store, write_stamps_follow_writes_of_their_key) {
 
     /* Bulk time-list adds, as a file and as batches. */
     for (size_t min = 1; min <= 1000000; min *= 1000000) {
-        store_opts.tl_file_min = min;
+        char tune[32];
+        snprintf(tune, sizeof tune, "file_min=%zu", min);
+        fx_tune(tune);
         s = fx_reopen();
-        cr_assert(hr_store_stamps_on(s));
+        cr_assert(hr_store_caps_of(s)->stamps);
         st = hr_store_stamp(s, key);
         of_other = hr_store_stamp(s, other);
         hr_tlbulk *w = hr_tlbulk_new(s);
@@ -695,7 +697,7 @@ STORE_TEST_MEM(store, write_stamps_follow_writes_of_their_key) {
         hr_err err = {0};
         cr_assert_eq(hr_tlbulk_write(w, &err), HR_OK, "%s", err.msg);
         hr_tlbulk_free(w);
-        cr_assert_not(hr_store_stamp_holds(s, st), "a bulk add (tl_file_min %zu)", min);
+        cr_assert_not(hr_store_stamp_holds(s, st), "a bulk add (file_min %zu)", min);
         cr_assert(hr_store_stamp_holds(s, of_other));
     }
 }

@@ -458,7 +458,7 @@ STORE_TEST(tl, bulk_adds_read_as_adds) {
 
     /* RocksDB: the same as table files, which a reopen finds; a file a
      * crash left unwritten is removed at the open. */
-    store_opts.tl_file_min = 1;
+    fx_tune("file_min=1");
     s = fx_reopen();
     bulk_matches_adds(s, "f");
     char junk[256];

@@ -197,7 +197,7 @@ Test(rocks_internals, open_errors) {
 
 Test(rocks_internals, sync_and_small_cache) {
     hr_store_close(S);
-    hr_store_options o = {.sync = true, .cache_bytes = 1 << 20};
+    hr_store_options o = {.sync = true, .memory = 8 << 20};
     hr_err err = {0};
     cr_assert_eq(hr_store_open(uri, &o, &S, &err), HR_OK, "%s", err.msg);
     cr_assert_str_eq(hr_store_caps_of(S)->kind, "rocksdb");
@@ -342,9 +342,10 @@ Test(rocks_internals, compaction_cuts_capped_time_lists_to_their_newest_entries)
  * a timeline read seeks every level-0 table. */
 Test(rocks_internals, a_burst_of_table_files_is_compacted_when_it_ends) {
     hr_store_close(S);
-    hr_store_options o = {.tl_file_min = 100};
+    char tuned[sizeof uri + 16];
+    snprintf(tuned, sizeof tuned, "%s?file_min=100", uri);
     hr_err err = {0};
-    cr_assert_eq(hr_store_open(uri, &o, &S, &err), HR_OK, "%s", err.msg);
+    cr_assert_eq(hr_store_open(tuned, NULL, &S, &err), HR_OK, "%s", err.msg);
     hr_tlbulk *w = hr_tlbulk_new(S);
     for (long file = 0; file < 6; file++) {
         for (long i = 0; i < 100; i++)

@@ -20,7 +20,8 @@ Test(rocks_internals, a_big_read_offers_the_chunk_cache_a_share) {
         hr_pset_add(b, str("p%ld", i), (uint64_t)i, 0);
     exec(b);
     hr_store_close(S);
-    hr_store_options o = {.chunk_cache_bytes = (size_t)16 << 20};
+    /* the chunks' share of the memory (rocks/memory.h) just under 16 MiB */
+    hr_store_options o = {.memory = ((size_t)16 << 20) / 24 * 100};
     hr_err err = {0};
     cr_assert_eq(hr_store_open(uri, &o, &S, &err), HR_OK, "%s", err.msg);
     rocks_store *r = (rocks_store *)S;

@@ -6,7 +6,7 @@
  *     expiries and trims go to a hot list and to a cold one (never read with
  *     `hot`, so never kept); random range reads (cursor, before, after,
  *     offset, limit) of both must agree. The store keeps 4 entries of a hot
- *     list (tl_hot_keep), so that a list drops entries and reads past what
+ *     list (the URI's hot_keep), so that a list drops entries and reads past what
  *     it holds fall back to RocksDB.
  *   - concurrent_writers: four threads write eight lists while a fifth
  *     reads them hot, so that lists are registered and loaded in the middle
@@ -22,13 +22,13 @@
 #include "store/rocks/timelist.h"
 
 static void hot_small_init(void) {
-    store_opts.tl_hot_keep = 4;
+    fx_tune("hot_keep=4");
     fx_rocks_init();
 }
 
 static void hot_large_init(void) {
-    store_opts.tl_hot_keep = 100000; /* everything stays in memory */
-    store_opts.tl_file_min = 1;      /* bulk adds as table files (bulk_adds_reach_the_kept_copy) */
+    fx_tune("hot_keep=100000"); /* everything stays in memory */
+    fx_tune("file_min=1");      /* bulk adds as table files (bulk_adds_reach_the_kept_copy) */
     fx_rocks_init();
 }
 

@@ -1,0 +1,95 @@
+/* The memory budget shared out (rocks/memory.c), the URI's tuning, and what
+ * a store reports of its caches. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/rocks/engine.h"
+#include "store/rocks/memory.h"
+#include "support.h"
+
+Test(rocks_memory, the_shares_make_the_whole_budget) {
+    rocks_tuning t;
+    hr_err err = {0};
+    cr_assert_eq(rocks_tuning_parse(NULL, 0, &t, &err), HR_OK);
+    size_t sum = 0;
+    for (int i = 0; i < ROCKS_CACHE_COUNT; i++) {
+        cr_assert_gt(t.budget[i], 0, "cache %d has a share", i);
+        sum += t.budget[i];
+    }
+    cr_assert_leq(sum, HR_STORE_MEMORY_DEFAULT);
+    cr_assert_geq(sum, HR_STORE_MEMORY_DEFAULT / 100 * 100, "the percents add up to 100");
+    cr_assert_eq(rocks_tuning_parse("", (size_t)10 << 20, &t, &err), HR_OK);
+    cr_assert_eq(t.budget[ROCKS_CACHE_CHUNKS], ((size_t)10 << 20) / 100 * 24);
+}
+
+Test(rocks_memory, tuning_parameters) {
+    rocks_tuning t;
+    hr_err err = {0};
+    cr_assert_eq(rocks_tuning_parse("off=chunks,images&hot_keep=4&file_min=1&zset_memory=all", 0, &t, &err),
+                 HR_OK, "%s", err.msg);
+    cr_assert_eq(t.budget[ROCKS_CACHE_CHUNKS], 0);
+    cr_assert_eq(t.budget[ROCKS_CACHE_IMAGES], 0);
+    cr_assert_gt(t.budget[ROCKS_CACHE_META], 0);
+    cr_assert_eq(t.tl_hot_keep, 4);
+    cr_assert_eq(t.tl_file_min, 1);
+    cr_assert(t.zset_memory_all);
+    const char *bad[] = {"off=nothing",      "hot_keep=0", "hot_keep=x", "file_min=",
+                         "zset_memory=some", "colour=red", "off",        "hot_keep=1234567890123456789"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err = (hr_err){0};
+        cr_assert_eq(rocks_tuning_parse(bad[i], 0, &t, &err), HR_EINVAL, "%s", bad[i]);
+        cr_assert(strlen(err.msg) > 0);
+    }
+}
+
+/* A store reports each cache's budget and what it holds; a cache turned off
+ * holds nothing however much is read. */
+Test(rocks_memory, a_store_reports_its_caches) {
+    char dir[] = "/tmp/herald-memory-XXXXXX", uri[128];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(uri, sizeof uri, "rocksdb:%s?off=meta", dir);
+    hr_store *s;
+    hr_err err = {0};
+    hr_store_options o = {.memory = (size_t)64 << 20};
+    cr_assert_eq(hr_store_open(uri, &o, &s, &err), HR_OK, "%s", err.msg);
+    hr_batch *b = hr_batch_new();
+    for (int round = 0; round < 2; round++) { /* write, then read what was written */
+        hr_batch_reset(b);
+        for (int i = 0; i < 100; i++) {
+            char k[16];
+            snprintf(k, sizeof k, "z%d", i);
+            if (round == 0)
+                hr_zadd(b, hr_slice_str(k), i, hr_slice_str("m"));
+            else
+                hr_zcard(b, hr_slice_str(k));
+        }
+        cr_assert_eq(hr_store_exec(s, b, 0, &err), HR_OK, "%s", err.msg);
+    }
+    hr_store_metrics m;
+    hr_store_metrics_of(s, &m);
+    bool seen_meta = false, seen_blocks = false;
+    for (size_t i = 0; i < m.n_caches; i++) {
+        if (strcmp(m.caches[i].name, "meta") == 0) {
+            seen_meta = true;
+            cr_assert_eq(m.caches[i].budget, 0);
+            cr_assert_eq(m.caches[i].bytes, 0);
+        }
+        if (strcmp(m.caches[i].name, "blocks") == 0) {
+            seen_blocks = true;
+            cr_assert_eq(m.caches[i].budget, ((size_t)64 << 20) / 100 * 12);
+        }
+    }
+    cr_assert(seen_meta && seen_blocks);
+    cr_assert_eq(hr_store_caps_of(s)->memo_bytes, ((size_t)64 << 20) / 100 * 12);
+    hr_batch_free(b);
+    hr_store_close(s);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+
+    snprintf(uri, sizeof uri, "rocksdb:%s?colour=red", dir);
+    cr_assert_eq(hr_store_open(uri, NULL, &s, &err), HR_EINVAL);
+    cr_assert(strstr(err.msg, "colour") != NULL, "%s", err.msg);
+}
