@@ -14,11 +14,6 @@
 
 #define OPT_OUT_BATCH 1000 /* deletions per batch when a user opts out */
 
-/* Friend lists kept between calls: 4,096 users, 64 MiB (a list of 450
- * friends takes ~30 KiB, one of 5,000 ~340 KiB). */
-#define MEMO_SLOTS 4096
-#define MEMO_BUDGET ((size_t)64 << 20)
-
 hr_reading *hr_reading_new(hr_store *store, hr_graph *graph, const hr_reading_options *o) {
     hr_reading *r = hr_xcalloc(1, sizeof *r);
     r->store = store;
@@ -27,7 +22,6 @@ hr_reading *hr_reading_new(hr_store *store, hr_graph *graph, const hr_reading_op
     r->ttl = o->ttl_ms > 0 ? o->ttl_ms : 1;
     r->costs = o->costs ? *o->costs : hr_rplan_default_costs();
     r->trends = hr_trends_new(store, r->ns);
-    r->memo = hr_fmemo_new(store, MEMO_SLOTS, MEMO_BUDGET);
     r->assist = hr_assist_new(); /* NULL (no thread): every query runs alone */
     r->split_tests = o->split_tests ? o->split_tests : HR_READING_SPLIT_TESTS;
     r->split_no_wait = o->split_no_wait;
@@ -39,7 +33,6 @@ hr_reading *hr_reading_new(hr_store *store, hr_graph *graph, const hr_reading_op
 void hr_reading_free(hr_reading *r) {
     if (r == NULL) return;
     hr_trends_free(r->trends);
-    hr_fmemo_free(r->memo);
     hr_assist_free(r->assist);
     free(r->ns);
     free(r);

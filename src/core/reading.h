@@ -178,7 +178,7 @@ typedef struct hr_reads_stats {
     size_t urls_split;   /* of urls_set, those tested in a second batch, on a helper thread if it was free */
     size_t split_late;   /* 1: the helper was late with that batch, and this thread tested its URLs again */
     size_t round_trips;
-    bool friends_kept; /* the friend list kept from an earlier call was still current (core/friends_memo.h) */
+    bool friends_kept; /* the friend list's form kept with the store's copy of it (reading_friends.c) */
 } hr_reads_stats;
 
 /* For each of urls[0..n_urls) (1..HR_READING_URLS_MAX, as sent), which of

@@ -5,8 +5,10 @@
  * friends-popular read. */
 #include <math.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "common/buf.h"
 #include "core/exec.h"
 #include "core/reading_internal.h"
@@ -94,13 +96,44 @@ static void hits_out(qurl *q, friend_ids *fr, size_t n_friends, hr_arena *a, hr_
             out->friends[out->n_friends++] = friend_id(fr, 64 * w + (size_t)__builtin_ctzll(bits));
 }
 
+/* A friend list as a friends-reads uses it: its ids, newest first (pointing
+ * into the store's cached copy of the set), and their index. Built once per
+ * version of the list and attached to that copy (hr_origin_attach), so the
+ * next call of the same user skips decoding and indexing: for a user with
+ * 5,000 friends over long-tail URLs those were a large part of the call. */
+typedef struct friends_form {
+    const hr_slice *ids;
+    size_t n;
+    hr_rplan_friends index;
+    hr_arena mem; /* ids, index */
+} friends_form;
+
+static void friends_form_free(void *p) {
+    friends_form *f = p;
+    hr_arena_free(&f->mem);
+    free(f);
+}
+
+/* The form of ids[0..n), attached to origin: the one attached (this one, or
+ * one another call attached first). */
+static const friends_form *friends_form_attach(hr_store *s, hr_origin *origin, const hr_slice *ids,
+                                               size_t n) {
+    friends_form *f = hr_xcalloc(1, sizeof *f);
+    hr_slice *copy = hr_arena_alloc(&f->mem, (n + 1) * sizeof *copy);
+    if (n) memcpy(copy, ids, n * sizeof *copy); /* the slices point into the cached set */
+    f->ids = copy;
+    f->n = n;
+    hr_rplan_friends_init(&f->index, copy, n, &f->mem);
+    /* ids and the index: ~2.5 slots of 12 bytes a friend */
+    return hr_origin_attach(s, origin, f, sizeof *f + n * (sizeof *ids + 30), friends_form_free);
+}
+
 /* The friend list's read, and the friends from it: reading_internal.h. */
-size_t hr_reading_friends_op(hr_reading *r, hr_batch *b, hr_slice uid, bool reverse,
-                             const hr_origin *unless) {
+size_t hr_reading_friends_op(hr_reading *r, hr_batch *b, hr_slice uid, bool reverse, bool attached_only) {
     hr_buf k = HR_BUF_INIT;
     hr_graph_key(r->graph, HR_GRAPH_FRIENDS, uid, &k);
     hr_zrange_spec spec = hr_zrange_all(reverse, HR_READING_FRIENDS_MAX);
-    spec.unless = unless; /* the list kept from an earlier call: "unchanged" if it still is */
+    spec.attached_only = attached_only; /* the list's kept form, if the store has one (friends_form) */
     size_t op = hr_zrange(b, hr_buf_slice(&k), &spec);
     hr_buf_free(&k);
     return op;
@@ -125,7 +158,7 @@ int hr_reading_friends_of(hr_reading *r, hr_slice uid, const hr_result *fwd, boo
         return HR_OK;
     }
     hr_batch *b = hr_batch_new();
-    size_t op = hr_reading_friends_op(r, b, uid, true, NULL);
+    size_t op = hr_reading_friends_op(r, b, uid, true, false);
     int rc = hr_core_exec(r->store, b, 0, "friends-reads", err);
     if (rc == HR_OK) *friends = member_ids(hr_batch_result(b, op), false, false, a, n);
     hr_batch_free(b);
@@ -264,8 +297,7 @@ static int friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friends, s
     /* Round trip 1: the friends, and per URL its size and first readers. */
     hr_batch *b = hr_batch_new();
     hr_buf k = HR_BUF_INIT;
-    const hr_fmemo_entry *memo = friends ? NULL : hr_fmemo_get(r->memo, uid);
-    size_t fop = friends ? 0 : hr_reading_friends_op(r, b, uid, false, memo ? memo->origin : NULL);
+    size_t fop = friends ? 0 : hr_reading_friends_op(r, b, uid, false, true);
     hr_zrange_spec first = hr_zrange_all(false, HR_READING_LIST_FIRST);
     first.min = live_min(r, now_ms);
     first.max_size = HR_READING_LIST_FIRST_OF;
@@ -281,15 +313,15 @@ static int friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friends, s
     friend_ids fr = {.ids = friends, .a = a};
     hr_rplan_friends fi;
     const hr_result *fres = friends ? NULL : hr_batch_result(b, fop);
-    if (fres && memo && fres->unchanged) { /* the kept list: no decode, no index to build */
-        friends = fr.ids = memo->ids;
-        n_friends = memo->n;
-        fi = memo->index;
+    /* b holds the store's copy of the list, and with it its kept form, until the answer is out */
+    const friends_form *kept = fres ? hr_origin_attached(r->store, fres->origin) : NULL;
+    if (kept) { /* no decode, no index to build */
+        friends = fr.ids = kept->ids;
+        n_friends = kept->n;
+        fi = kept->index;
         fr.owned = hr_arena_calloc(a, n_friends * sizeof *fr.owned); /* the answer copies its hits */
         st.friends_kept = true;
-    } else if (fres) {                          /* borrowed from b, which lives until the answer is out */
-        if (memo) hr_fmemo_done(r->memo, memo); /* another list now */
-        memo = NULL;
+    } else if (fres) { /* borrowed from b */
         hr_slice *mine;
         bool borrowed = !fres->more; /* hr_reading_friends_of's rule */
         rc = hr_reading_friends_of(r, uid, fres, true, a, &mine, &n_friends, err);
@@ -297,10 +329,10 @@ static int friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friends, s
         st.round_trips += !borrowed;
         friends = fr.ids = mine;
         if (borrowed) fr.owned = hr_arena_calloc(a, n_friends * sizeof *fr.owned);
-        /* the whole list, from the store's cache: keep it for the next call */
-        if (borrowed) memo = hr_fmemo_put(r->memo, uid, fres, mine, n_friends);
-        if (memo)
-            fi = memo->index;
+        /* the whole list, from the store's cache: keep its form there for the next call */
+        if (borrowed && fres->origin) kept = friends_form_attach(r->store, fres->origin, mine, n_friends);
+        if (kept)
+            fi = kept->index;
         else
             hr_rplan_friends_init(&fi, friends, n_friends, a);
     } else {
@@ -387,7 +419,6 @@ static int friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friends, s
         out[i] = answer[of[i]];
 done:
     if (stats) *stats = st;
-    if (memo) hr_fmemo_done(r->memo, memo);
     hr_batch_free(b);
     hr_batch_free(b2);
     hr_batch_free(b2s);

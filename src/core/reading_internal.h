@@ -16,8 +16,8 @@
 
 #include "common/assist.h"
 #include "common/ident.h"
-#include "core/friends_memo.h"
 #include "core/reading.h"
+#include "core/reading_plan.h"
 
 struct hr_reading {
     hr_store *store;
@@ -26,7 +26,6 @@ struct hr_reading {
     int64_t ttl;
     hr_rplan_costs costs;
     hr_trends *trends;
-    hr_fmemo *memo;    /* friend lists kept between calls (core/friends_memo.h) */
     hr_assist *assist; /* takes two in five of a big friends-reads' URL-set tests */
     size_t split_tests;
     bool split_no_wait;
@@ -53,7 +52,7 @@ static inline double live_min(const hr_reading *r, int64_t now_ms) {
  * walks backwards markedly slower (a tenth of a tail feed's query went to
  * stepping back through 450 friends), and the order is turned in memory
  * (hr_reading_friends_of). */
-size_t hr_reading_friends_op(hr_reading *r, hr_batch *b, hr_slice uid, bool reverse, const hr_origin *unless);
+size_t hr_reading_friends_op(hr_reading *r, hr_batch *b, hr_slice uid, bool reverse, bool attached_only);
 
 /* The newest HR_READING_FRIENDS_MAX friends of uid, newest first, from
  * fwd, hr_reading_friends_op's oldest-first read: it holds them all unless the user has

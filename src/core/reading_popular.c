@@ -47,7 +47,7 @@ int hr_reading_friends_popular(hr_reading *r, hr_slice uid, hr_window w, size_t 
     /* Round trip 1: the friends. */
     hr_batch *b = hr_batch_new();
     hr_buf k = HR_BUF_INIT;
-    size_t fop = hr_reading_friends_op(r, b, uid, false, NULL);
+    size_t fop = hr_reading_friends_op(r, b, uid, false, false);
     rc = hr_core_exec(r->store, b, 0, "friends-popular", err);
     size_t m = 0;
     hr_slice *friends = NULL;

@@ -32,9 +32,9 @@ typedef struct hr_store_backend {
      * op's arguments: an op whose result.rc is not HR_OK on entry must be
      * skipped (it keeps that rc). Must set the rc of every op it runs. */
     int (*exec)(hr_store *s, hr_batch *b, unsigned flags, hr_err *err);
-    /* Take (+1) or drop (-1) a reference to an origin its results gave
-     * (hr_result.origin); NULL: it gives none. */
-    void (*origin_ref)(hr_origin *o, int delta);
+    /* hr_origin_attached and hr_origin_attach; NULL: it gives no origins. */
+    void *(*origin_attached)(const hr_origin *o);
+    void *(*origin_attach)(hr_store *s, hr_origin *o, void *p, size_t bytes, void (*free_p)(void *));
     /* Write w's adds (store.h "Bulk time-list adds") in a way of its own
      * (and caps.bulk_files true); NULL: as usual batches
      * (hr_tlbulk_write_batches). */

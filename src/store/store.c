@@ -94,14 +94,12 @@ const hr_store_caps *hr_store_caps_of(const hr_store *s) {
     return &s->caps;
 }
 
-hr_origin *hr_origin_keep(hr_store *s, const hr_result *r) {
-    if (r->origin == NULL || s->backend->origin_ref == NULL) return NULL;
-    s->backend->origin_ref(r->origin, +1);
-    return r->origin;
+void *hr_origin_attached(const hr_store *s, const hr_origin *o) {
+    return o && s->backend->origin_attached ? s->backend->origin_attached(o) : NULL;
 }
 
-void hr_origin_release(hr_store *s, hr_origin *o) {
-    if (o && s->backend->origin_ref) s->backend->origin_ref(o, -1);
+void *hr_origin_attach(hr_store *s, hr_origin *o, void *p, size_t bytes, void (*free_p)(void *)) {
+    return s->backend->origin_attach(s, o, p, bytes, free_p);
 }
 
 int hr_store_ping(hr_store *s, hr_err *err) {

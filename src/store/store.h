@@ -277,19 +277,26 @@ typedef struct hr_result {
     hr_job *jobs;
     size_t n_jobs;
     /* hr_zrange: not NULL when the entries point into memory the store
-     * shares and never changes (RocksDB: a whole set in its cache). While
-     * someone keeps it (hr_origin_keep), the same origin means the same set:
-     * a later read given it as spec.unless answers unchanged instead. */
+     * shares and never changes (RocksDB: a whole set in its cache), valid as
+     * long as the result. A caller may attach to it its own form of the set
+     * (hr_origin_attach), which later reads of the same copy find. */
     hr_origin *origin;
-    /* hr_zrange with spec.unless: the set is still that origin's; no
-     * entries were read. */
-    bool unchanged;
 } hr_result;
 
-/* Keep r's origin (NULL if it has none) alive past its batch, with the
- * entries that point into it; release it with hr_origin_release. */
-hr_origin *hr_origin_keep(hr_store *s, const hr_result *r);
-void hr_origin_release(hr_store *s, hr_origin *o);
+/* Origins' attachments: a caller that turns a set it reads whole into a
+ * structure of its own (an index of a user's friends) builds it once per
+ * version of the set instead of on every read, and keeps no memo of its
+ * own: the attachment lives in the store's cache with the copy of the set,
+ * counts against the store's memory, and goes when the copy goes (a write
+ * of the set drops it). */
+
+/* What o carries (NULL: nothing yet). Valid as long as the result that gave o. */
+void *hr_origin_attached(const hr_store *s, const hr_origin *o);
+/* Attach p, of about `bytes`, to o; free_p(p) runs when the store drops
+ * its copy. Returns what o carries then: p, or what another caller attached
+ * first (p is then freed at once). A backend that gives no origins never
+ * calls this with one. */
+void *hr_origin_attach(hr_store *s, hr_origin *o, void *p, size_t bytes, void (*free_p)(void *));
 
 /* The result of op i (an index returned by a builder below). */
 const hr_result *hr_batch_result(const hr_batch *b, size_t i);
@@ -394,22 +401,21 @@ typedef struct hr_zrange_spec {
     double cursor_score; /* in the direction of the read */
     hr_slice cursor_member;
     size_t offset;
-    size_t limit;            /* 1..HR_ZRANGE_LIMIT_MAX */
-    size_t max_size;         /* 0, or a hint: for a set of more members than
-                              * this, the backend may answer no entries and
-                              * more = true instead of reading them. RocksDB
-                              * does, where a set too big to be kept in its
-                              * metadata record costs a seek into every level
-                              * that holds part of it; Redis does not. */
-    const hr_origin *unless; /* a kept origin (hr_result.origin): if the set
-                              * is still that one, answer unchanged = true and
-                              * no entries. A caller that keeps what it
-                              * derived from a set (an index of a user's
-                              * friends) skips reading it again. */
-    bool with_size;          /* also answer the set's member count in num, as
-                              * hr_zcard would (0 if the key is missing): one
-                              * op where a caller needs both. RocksDB has the
-                              * count at hand; Redis sends a ZCARD with it. */
+    size_t limit;       /* 1..HR_ZRANGE_LIMIT_MAX */
+    size_t max_size;    /* 0, or a hint: for a set of more members than
+                         * this, the backend may answer no entries and
+                         * more = true instead of reading them. RocksDB
+                         * does, where a set too big to be kept in its
+                         * metadata record costs a seek into every level
+                         * that holds part of it; Redis does not. */
+    bool attached_only; /* a read of the whole set: when the set comes
+                         * from an origin with an attachment, answer
+                         * that origin and no entries (the caller's
+                         * form of the set stands for them) */
+    bool with_size;     /* also answer the set's member count in num, as
+                         * hr_zcard would (0 if the key is missing): one
+                         * op where a caller needs both. RocksDB has the
+                         * count at hand; Redis sends a ZCARD with it. */
 } hr_zrange_spec;
 
 /* A spec for the whole set in the given direction, with a limit. */

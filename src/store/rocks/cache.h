@@ -33,6 +33,10 @@ bool rcache_take(rcache *c, hr_slice key, uint64_t seq, rblob **held, hr_slice *
 void rcache_release(rblob *held);
 /* Another reference to a record someone holds. */
 void rcache_share(rblob *held);
+/* A caller's form of a record it holds (hr_origin_attach), NULL if none; and
+ * attaching one, counted in c's bytes until the record is freed. */
+void *rcache_attached(const rblob *held);
+void *rcache_attach(rcache *c, rblob *held, void *p, size_t bytes, void (*free_p)(void *));
 /* Ask the CPU for the cache bucket of key in cf (record false) or for
  * key's record in it (true, once the bucket is in cache), ahead of
  * rx_cached on that key: loops ask for the bucket of the key 2 * RX_AHEAD

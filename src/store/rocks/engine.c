@@ -890,12 +890,12 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
 }
 
 /* Origins are the zset cache's records (rocks/zset_cache.c). */
-static void origin_ref(hr_origin *o, int delta) {
-    rblob *b = (rblob *)o;
-    if (delta > 0)
-        rcache_share(b);
-    else
-        rcache_release(b);
+static void *origin_attached(const hr_origin *o) {
+    return rcache_attached((const rblob *)o);
+}
+
+static void *origin_attach(hr_store *hs, hr_origin *o, void *p, size_t bytes, void (*free_p)(void *)) {
+    return rcache_attach(((rocks_store *)hs)->zset_cache, (rblob *)o, p, bytes, free_p);
 }
 
 const hr_store_backend hr_rocks_backend = {
@@ -907,7 +907,8 @@ const hr_store_backend hr_rocks_backend = {
     .settle = settle_,
     .caches = rocks_caches_report,
     .exec = exec_,
-    .origin_ref = origin_ref,
+    .origin_attached = origin_attached,
+    .origin_attach = origin_attach,
     .tlbulk_write = rocks_ingest_write,
     .tlcap = rocks_tlcap_declare,
 };

@@ -177,11 +177,10 @@ typedef struct rx {
     /* While zc_scan walks a cached set: its bytes, which live as long as
      * the batch's results (hr_batch_hold), so op_zrange points into them. */
     hr_slice zc_lasting;
-    /* op_zrange's exchange with zc_scan: the origin its spec names (unless),
-     * and what the scan found: the same set (unchanged), or the cached set
-     * it walked (origin). */
-    const void *zc_unless;
-    bool zc_unchanged;
+    /* op_zrange's exchange with zc_scan: its spec asks for the origin alone
+     * when it carries an attachment (hr_zrange_spec.attached_only, for a
+     * read of the whole set), and the cached set the scan took (origin). */
+    bool zc_attached_only;
     void *zc_origin;
     /* Images of large packed sets (rocks_pimage.c): per op of the batch
      * (NULL until a test plans one), and the images the batch has built. */

@@ -489,15 +489,29 @@ void rx_iter_close(rx_iter *ri) {
  * each) to test 450 friends in each: copied, that was O(readers) of work
  * per URL for O(friends) tests, and its copies and the page faults of the
  * arena they filled were a large part of the call. */
+typedef struct rattach {
+    void *p;
+    void (*free_p)(void *);
+    size_t bytes;
+    _Atomic size_t *counter; /* its cache's bytes, which count it */
+} rattach;
+
 struct rblob {
     _Atomic uint32_t refs;
+    _Atomic(rattach *) attached; /* a caller's form of the record (rcache_attach) */
     char bytes[];
 };
 
 static rblob *blob_new(size_t len) {
     rblob *b = hr_xmalloc(sizeof *b + len + 1);
     atomic_init(&b->refs, 1);
+    atomic_init(&b->attached, NULL);
     return b;
+}
+
+void *rcache_attached(const rblob *b) {
+    rattach *a = atomic_load_explicit(&((rblob *)b)->attached, memory_order_acquire);
+    return a ? a->p : NULL;
 }
 
 void rcache_share(rblob *b) {
@@ -505,7 +519,14 @@ void rcache_share(rblob *b) {
 }
 
 void rcache_release(rblob *b) {
-    if (b && atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) free(b);
+    if (b == NULL || atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
+    rattach *a = atomic_load_explicit(&b->attached, memory_order_acquire);
+    if (a) {
+        atomic_fetch_sub_explicit(a->counter, a->bytes, memory_order_relaxed);
+        a->free_p(a->p);
+        free(a);
+    }
+    free(b);
 }
 
 /* A way of a bucket: one record. */
@@ -554,6 +575,19 @@ rcache *rcache_new(size_t nslots, size_t max_value, size_t budget) {
     for (size_t i = 0; i < RCACHE_LOCKS; i++)
         pthread_mutex_init(&c->locks[i], NULL);
     return c;
+}
+
+void *rcache_attach(rcache *c, rblob *b, void *p, size_t bytes, void (*free_p)(void *)) {
+    rattach *a = hr_xmalloc(sizeof *a), *none = NULL;
+    *a = (rattach){.p = p, .free_p = free_p, .bytes = bytes, .counter = &c->bytes};
+    if (atomic_compare_exchange_strong_explicit(&b->attached, &none, a, memory_order_acq_rel,
+                                                memory_order_acquire)) {
+        atomic_fetch_add_explicit(&c->bytes, bytes, memory_order_relaxed);
+        return p;
+    }
+    free_p(p); /* another caller attached first */
+    free(a);
+    return none->p;
 }
 
 rcache *rcache_for_memory(size_t memory, size_t bytes_per_slot, size_t max_value) {

@@ -593,13 +593,12 @@ int op_zrange(rx *x, hr_op *op) {
         hr_buf_append_slice(&cursor, sp->cursor_member);
         after = hr_buf_slice(&cursor);
     }
-    x->zc_unless = sp->unless;
-    x->zc_unchanged = false;
+    x->zc_attached_only = sp->attached_only && !sp->has_cursor && sp->offset == 0 && sp->min == -INFINITY &&
+                          sp->max == INFINITY && sp->limit >= size;
     x->zc_origin = NULL;
     rc = zscan(x, op->key, &m, sp->reverse, sp->min, sp->max, sp->has_cursor ? &after : NULL, page, &p);
-    op->result.unchanged = x->zc_unchanged;
-    op->result.origin = x->zc_unchanged ? NULL : x->zc_origin;
-    x->zc_unless = NULL;
+    op->result.origin = x->zc_origin;
+    x->zc_attached_only = false;
     hr_buf_free(&cursor);
     return rc;
 }

@@ -93,11 +93,8 @@ int zc_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, doubl
         rcache_take(x->s->zset_cache, key, x->seq, &held, &cached)) /* held as long as the results */
         hr_batch_hold(x->b, release_blob, held);
     if (held && cached.len >= ZC_VERSION_BYTES && load_u64(cached.ptr) == m->version) {
-        if (held == x->zc_unless) { /* the caller has these entries already */
-            x->zc_unchanged = true;
-            return 0;
-        }
         x->zc_origin = held;
+        if (x->zc_attached_only && rcache_attached(held)) return 0; /* the caller's form stands for them */
         x->zc_lasting = cached; /* op_zrange's results may point into it */
         zi_walk(&x->mem, hr_slice_of(cached.ptr + ZC_VERSION_BYTES, cached.len - ZC_VERSION_BYTES), reverse,
                 min, max, after, visit, ctx);

@@ -5,8 +5,8 @@
  * test has its own key namespace (reading_env.h). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "core/friends_memo.h"
 #include "core/reading_keys.h"
 #include "core/url.h"
 #include "reading_env.h"
@@ -129,7 +129,8 @@ static void unfriend(env *e, const char *x, const char *y) {
 }
 
 /* A friend list too long to sit in its metadata record is kept between
- * calls (core/friends_memo.h) on RocksDB, while it is unchanged: a call
+ * calls on RocksDB (its form attached to the store's cached copy,
+ * reading_friends.c), while it is unchanged: a call
  * after a friendship ends or begins answers the new list. */
 static void friends_kept_between_calls(env *e) {
     bool rocks = strcmp(hr_store_caps_of(e->t.store)->kind, "rocksdb") == 0;
@@ -200,74 +201,79 @@ static const hr_result *cached_set(env *e, const char *key, hr_batch **b) {
     return r;
 }
 
-/* A read of the whole set key given origin as spec.unless: how many
- * entries it answered, or -1 for "unchanged" (and no entries). */
-static long read_unless(env *e, const char *key, const hr_origin *origin) {
+/* A read of the whole set key that asks for the origin alone when it
+ * carries an attachment: its result, in *b (freed by the caller). */
+static const hr_result *read_attached_only(env *e, const char *key, hr_batch **b) {
     hr_zrange_spec all = hr_zrange_all(false, 1000);
-    all.unless = origin;
-    hr_batch *b = hr_batch_new();
-    hr_zrange(b, hr_slice_str(key), &all);
+    all.attached_only = true;
+    *b = hr_batch_new();
+    hr_zrange(*b, hr_slice_str(key), &all);
     hr_err err = {0};
-    cr_assert_eq(hr_store_exec(e->t.store, b, 0, &err), HR_OK, "%s", err.msg);
-    const hr_result *r = hr_batch_result(b, 0);
-    long n = r->unchanged ? -1 : (long)r->n_entries;
-    if (r->unchanged) cr_assert_eq(r->n_entries, 0);
-    hr_batch_free(b);
-    return n;
+    cr_assert_eq(hr_store_exec(e->t.store, *b, 0, &err), HR_OK, "%s", err.msg);
+    return hr_batch_result(*b, 0);
 }
 
-static hr_slice *ids_of(env *e, const hr_result *r) {
-    hr_slice *ids = hr_arena_alloc(&e->a, r->n_entries * sizeof *ids);
-    for (size_t i = 0; i < r->n_entries; i++)
-        ids[i] = r->entries[i].member;
-    return ids;
+static int forms_freed;
+static void free_form(void *p) {
+    forms_freed++;
+    free(p);
 }
 
-Test(reading_rocksdb, a_kept_friend_list_outlives_its_batch_and_its_replacement) {
+static size_t zsets_bytes(env *e) {
+    hr_store_metrics m;
+    hr_store_metrics_of(e->t.store, &m);
+    for (size_t i = 0; i < m.n_caches; i++)
+        if (strcmp(m.caches[i].name, "zsets") == 0) return m.caches[i].bytes;
+    cr_assert_fail("no zsets cache");
+    return 0;
+}
+
+/* What a caller attaches to a cached set (hr_origin_attach) is found by
+ * later reads of the same copy, counts against the cache's memory, and goes
+ * with the copy when the set is written. */
+Test(reading_rocksdb, an_attachment_lives_with_the_cached_copy) {
     env e;
     memset(&e, 0, sizeof e);
     test_store_open(&e.t, "rocksdb");
-    hr_batch *b;
+    forms_freed = 0;
+    hr_batch *b, *b2;
     const hr_result *r = cached_set(&e, "set", &b);
-    hr_fmemo *m = hr_fmemo_new(e.t.store, 4, 1 << 20);
-    const hr_fmemo_entry *kept = hr_fmemo_put(m, hr_slice_str("u"), r, ids_of(&e, r), r->n_entries);
-    cr_assert_not_null(kept);
-    hr_batch_free(b); /* the entry keeps the set its ids point into */
-    const hr_fmemo_entry *again = hr_fmemo_get(m, hr_slice_str("u"));
-    cr_assert_eq(again, kept);
-    cr_assert_null(hr_fmemo_get(m, hr_slice_str("v")));
-    hr_fmemo_done(m, again);
+    cr_assert_null(hr_origin_attached(e.t.store, r->origin));
+    size_t before = zsets_bytes(&e);
+    int *form = malloc(sizeof *form), *late = malloc(sizeof *late);
+    cr_assert_eq(hr_origin_attach(e.t.store, r->origin, form, 1000, free_form), form);
+    cr_assert_eq(hr_origin_attach(e.t.store, r->origin, late, 1000, free_form), form, "the first one stays");
+    cr_assert_eq(forms_freed, 1, "the late one is freed at once");
+    cr_assert_eq(zsets_bytes(&e), before + 1000);
+    hr_batch_free(b);
 
-    /* the set changes: the store's cache lets go of it; a read given the
-     * kept origin answers the new set, not "unchanged" */
+    /* asked for: the origin alone; not asked for: the entries as ever */
+    r = read_attached_only(&e, "set", &b);
+    cr_assert_eq(r->n_entries, 0);
+    cr_assert_eq(hr_origin_attached(e.t.store, r->origin), form);
+    hr_batch_free(b);
+    r = cached_set(&e, "set", &b);
+    cr_assert_eq(r->n_entries, 200);
+    cr_assert_eq(hr_origin_attached(e.t.store, r->origin), form);
+
+    /* the set changes: the next reads answer the new set, and the form
+     * goes once nobody holds the old copy */
     hr_batch *w = hr_batch_new();
     hr_zadd(w, hr_slice_str("set"), 1000, hr_slice_str("newest"));
     hr_err err = {0};
     cr_assert_eq(hr_store_exec(e.t.store, w, 0, &err), HR_OK, "%s", err.msg);
     hr_batch_free(w);
-    for (int i = 0; i < 2; i++)
-        cr_assert_eq(read_unless(&e, "set", kept->origin), 201, "read %d", i);
-    /* replaced while a call still uses it: readable until done (ASan) */
-    r = cached_set(&e, "set", &b);
-    const hr_fmemo_entry *newer = hr_fmemo_put(m, hr_slice_str("u"), r, ids_of(&e, r), r->n_entries);
-    cr_assert_not_null(newer);
-    cr_assert(hr_slice_eq(kept->ids[199], hr_slice_str("m199")));
-    cr_assert_eq(hr_rplan_friends_find(&kept->index, hr_slice_str("m5")), 5);
-    hr_fmemo_done(m, kept);
-    /* unchanged: a read given the newer origin reads nothing */
-    cr_assert_eq(read_unless(&e, "set", newer->origin), -1);
-    hr_fmemo_done(m, newer);
+    for (int i = 0; i < 2; i++) {
+        r = read_attached_only(&e, "set", &b2);
+        cr_assert_eq(r->n_entries, 201, "read %d", i);
+        cr_assert_null(hr_origin_attached(e.t.store, r->origin));
+        hr_batch_free(b2);
+    }
+    cr_assert_eq(forms_freed, 1, "b still holds the old copy");
+    size_t held = zsets_bytes(&e);
     hr_batch_free(b);
-    size_t bytes;
-    cr_assert_eq(hr_fmemo_count(m, &bytes), 1);
-    /* an entry over the budget is not kept */
-    hr_fmemo *small = hr_fmemo_new(e.t.store, 4, 1000);
-    r = cached_set(&e, "set", &b);
-    cr_assert_null(hr_fmemo_put(small, hr_slice_str("u"), r, ids_of(&e, r), r->n_entries));
-    cr_assert_eq(hr_fmemo_count(small, NULL), 0);
-    hr_batch_free(b);
-    hr_fmemo_free(small);
-    hr_fmemo_free(m);
+    cr_assert_eq(forms_freed, 2);
+    cr_assert_eq(zsets_bytes(&e), held - 1000, "its bytes go with it");
     hr_arena_free(&e.a);
     test_store_close(&e.t);
 }
