@@ -101,8 +101,7 @@ typedef struct hr_op {
     hr_slice note_key;    /* ZINCR_WITH: its hr_zincr_note (len 0: none) */
     hr_slice note_member;
     double note_score, note_was;
-    size_t keep;                 /* ZTRIM TLTRIM */
-    bool keep_highest;           /* ZTRIM */
+    size_t keep;                 /* TLTRIM */
     hr_zrange_spec range;        /* ZRANGE (cursor_member points into the arena) */
     hr_tlrange_spec tlrange;     /* TLRANGE (likewise) */
     hr_distinct_params distinct; /* DADD DCOUNT */

@@ -191,13 +191,6 @@ size_t hr_zremrange_score(hr_batch *b, hr_slice key, double min, double max) {
     return last(b);
 }
 
-size_t hr_ztrim(hr_batch *b, hr_slice key, size_t keep, bool keep_highest) {
-    hr_op *op = push(b, HR_OP_ZTRIM, key);
-    op->keep = keep;
-    op->keep_highest = keep_highest;
-    return last(b);
-}
-
 size_t hr_dadd(hr_batch *b, hr_slice key, hr_slice member, const hr_distinct_params *p) {
     push_member(b, HR_OP_DADD, key, member)->distinct = *p;
     return last(b);

@@ -269,7 +269,6 @@ bool hr_op_is_write(hr_op_type t) {
     case HR_OP_ZINCR:
     case HR_OP_ZREM:
     case HR_OP_ZREMRANGE_SCORE:
-    case HR_OP_ZTRIM:
     case HR_OP_DADD:
     case HR_OP_PSET_ADD:
     case HR_OP_PSET_REM:

@@ -219,7 +219,7 @@ typedef enum {
     X(GET, "get") X(PUT, "put") X(DEL, "del") X(EXPIRE, "expire") X(INCR, "incr")       \
     X(COUNTER_GET, "counter_get") X(ZADD, "zadd") X(ZINCR, "zincr") X(ZREM, "zrem")     \
     X(ZSCORE, "zscore") X(ZCARD, "zcard") X(ZRANGE, "zrange")                           \
-    X(ZREMRANGE_SCORE, "zremrange_score") X(ZTRIM, "ztrim") X(DADD, "dadd")             \
+    X(ZREMRANGE_SCORE, "zremrange_score") X(DADD, "dadd")                               \
     X(DCOUNT, "dcount") X(PSET_ADD, "pset_add") X(PSET_REM, "pset_rem")                 \
     X(PSET_TEST, "pset_test") X(PSET_CARD, "pset_card")                                 \
     X(TLADD, "tladd") X(TLREM, "tlrem") X(TLRANGE, "tlrange") X(TLTRIM, "tltrim")       \
@@ -271,7 +271,7 @@ typedef struct hr_result {
     /* hr_incr, hr_counter_get: the counter's value.
      * hr_zadd: 1 if the member was new, 0 if its score was updated.
      * hr_zrem: 1 if removed, 0 if absent. hr_del: 1 if a key was deleted.
-     * hr_zremrange_score, hr_ztrim: members removed.
+     * hr_zremrange_score: members removed.
      * hr_zcard: members. hr_dadd, hr_dcount: distinct members counted.
      * hr_expire: 1 if the key exists (and got the expiry), else 0. */
     int64_t num;
@@ -428,9 +428,6 @@ hr_zrange_spec hr_zrange_all(bool reverse, size_t limit);
 size_t hr_zrange(hr_batch *b, hr_slice key, const hr_zrange_spec *spec);
 /* Remove every member with min <= score <= max; num is how many. */
 size_t hr_zremrange_score(hr_batch *b, hr_slice key, double min, double max);
-/* Keep only the `keep` highest (keep_highest) or lowest members by (score,
- * member); num is how many were removed. */
-size_t hr_ztrim(hr_batch *b, hr_slice key, size_t keep, bool keep_highest);
 
 /* Distinct counts --------------------------------------------------------- */
 /* A distinct counter counts the members added within the last ttl_ms: a

@@ -591,7 +591,6 @@ static const op_fn op_table[HR_OP_COUNT_] = {
     [HR_OP_ZCARD] = op_zcard,
     [HR_OP_ZRANGE] = op_zrange,
     [HR_OP_ZREMRANGE_SCORE] = op_zremrange_score,
-    [HR_OP_ZTRIM] = op_ztrim,
     [HR_OP_DADD] = op_dadd,
     [HR_OP_DCOUNT] = op_dcount,
     [HR_OP_PSET_ADD] = op_pset_add,
@@ -782,7 +781,6 @@ static bool needs_index(const hr_batch *b) {
         switch (op->type) {
         case HR_OP_ZRANGE:
         case HR_OP_ZREMRANGE_SCORE:
-        case HR_OP_ZTRIM:
         case HR_OP_DADD:
         case HR_OP_DCOUNT:
         case HR_OP_TLRANGE:

@@ -19,7 +19,6 @@ int op_zscore(rx *x, hr_op *op);
 int op_zcard(rx *x, hr_op *op);
 int op_zrange(rx *x, hr_op *op);
 int op_zremrange_score(rx *x, hr_op *op);
-int op_ztrim(rx *x, hr_op *op);
 
 /* Sorted-set helpers shared with the exact distinct sets (rocks_ops.c). */
 /* Look up member of the collection (key, version): *found, and its encoded
@@ -140,11 +139,6 @@ void zc_after_write(rx *x, bool ok, bool wrote, uint64_t stamp);
 #define ZC_FILL_MEMBERS 1024
 #define ZC_MAX_BYTES (256u << 10)
 #define ZC_BUDGET ((size_t)128 << 20)
-
-/* Remove up to limit entries of a scan from the collection (key, m) and
- * subtract them from m->size (the caller writes m); *removed is how many. */
-int zs_remove_range(rx *x, hr_slice key, rmeta *m, bool reverse, double min, double max, size_t limit,
-                    uint64_t *removed);
 
 /* Sorted sets kept in memory (rocks_zmem.c)                                 */
 
