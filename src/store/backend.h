@@ -37,9 +37,9 @@ typedef struct hr_store_backend {
      * (and caps.bulk_files true); NULL: as usual batches
      * (hr_tlbulk_write_batches). */
     int (*tlbulk_write)(hr_store *s, hr_tlbulk *w, hr_err *err);
-    /* Declare a cap (see hr_store_tlcap; arguments checked); NULL: the
-     * backend drops nothing by itself. */
-    bool (*tlcap)(hr_store *s, hr_slice prefix, hr_slice suffix, size_t keep);
+    /* See hr_store_declare (arguments checked); NULL: the backend acts on
+     * no declaration. */
+    bool (*declare)(hr_store *s, const hr_store_decl *d);
 } hr_store_backend;
 
 /* The adds an hr_tlbulk gathered: lists and members are bytes at offsets

@@ -557,29 +557,60 @@ size_t hr_tlrange(hr_batch *b, hr_slice key, const hr_tlrange_spec *spec);
  * then, not on every add. */
 size_t hr_tltrim(hr_batch *b, hr_slice key, size_t keep, int64_t older_than_ms);
 
-/* Capped time lists: a cap declares that the time lists whose key starts
- * with prefix and ends with suffix need only their `keep` newest entries
- * (newest as hr_tlrange reads them), so that the store may drop the others
- * whenever it likes: a reader of such a list must not read past its first
- * `keep` entries, which may or may not still be there. Returns true when
- * the store does drop them; false when it does not (Redis Cluster; or
- * HR_TLCAP_MAX caps are declared already), and then the caller trims with
- * hr_tltrim. A cap with the prefix and suffix of an earlier one replaces
- * its keep. prefix and suffix are at most HR_TLCAP_AFFIX_MAX bytes each
- * (either may be empty); keep is at least 1. May be called while the store
- * runs; a cap is not stored, so it holds until close.
- *
- * RocksDB: the compaction filter (rocks/filter.c) drops an entry when at
- * least `keep` newer live entries of its list are among the entries
- * compacted with it. So a list is cut with no read and no tombstone, which
- * hr_tltrim costs, some time after it grew past keep; until then it holds
- * more. The cut is that of a trim at that moment: a removal (hr_tlrem) of
- * one of those newer entries afterwards leaves the list one entry short of
- * keep, as it would after hr_tltrim, and a removal the compaction does not
- * see yet (still in a newer table) counts as one too. */
-#define HR_TLCAP_MAX 8
-#define HR_TLCAP_AFFIX_MAX 64
-bool hr_store_tlcap(hr_store *s, hr_slice prefix, hr_slice suffix, size_t keep);
+/* Declarations ----------------------------------------------------------- */
+/* What a caller tells the store about a family of keys, the keys whose name
+ * starts with prefix and ends with suffix (and is as long as both: they do
+ * not overlap), so that the store may keep the family's data in a way of
+ * its own: one a caller could not ask for key by key without knowing the
+ * backend. A declaration is not stored: a caller declares once per open,
+ * where it makes what names those keys, before it writes them, and the
+ * declaration holds until close. May be called while the store runs. */
+typedef enum hr_decl_kind {
+    /* Sorted sets whose scores are all integers (times in ms, or stamps
+     * built from them; |score| <= 2^53) and that are read mostly newest
+     * first (a subject's ratings). RocksDB makes a matching set a set of
+     * times when it creates it (a set made before the declaration stays as
+     * it was made): it keeps the set's order with the time lists and its
+     * member records in a column family of their own, both in hashed
+     * memtables, where a write costs less (rocks/zset_times.c); a
+     * non-integer score into such a set (hr_zadd, hr_zincr) is HR_EINVAL,
+     * and an ascending range read of it costs the whole range. keep is
+     * unused. */
+    HR_DECL_TIME_SET,
+    /* Time lists that need only their `keep` (at least 1) newest entries
+     * (newest as hr_tlrange reads them), so that the store may drop the
+     * others whenever it likes: a reader of such a list must not read past
+     * its first `keep` entries, which may or may not still be there. Where
+     * the store does not act on the cap, the caller trims with hr_tltrim.
+     *
+     * RocksDB: the compaction filter (rocks/filter.c) drops an entry when at
+     * least `keep` newer live entries of its list are among the entries
+     * compacted with it. So a list is cut with no read and no tombstone,
+     * which hr_tltrim costs, some time after it grew past keep; until then
+     * it holds more. The cut is that of a trim at that moment: a removal
+     * (hr_tlrem) of one of those newer entries afterwards leaves the list
+     * one entry short of keep, as it would after hr_tltrim, and a removal
+     * the compaction does not see yet (still in a newer table) counts as
+     * one too. */
+    HR_DECL_TL_CAP,
+} hr_decl_kind;
+
+typedef struct hr_store_decl {
+    hr_decl_kind kind;
+    hr_slice prefix, suffix; /* at most HR_DECL_AFFIX_MAX bytes each; either may be empty */
+    size_t keep;             /* HR_DECL_TL_CAP: entries kept */
+} hr_store_decl;
+
+#define HR_DECL_MAX 8 /* declarations a store holds, of all kinds */
+#define HR_DECL_AFFIX_MAX 64
+
+/* Declare d. Returns true when the store acts on it; false when it does not
+ * (Redis Cluster, which keeps every sorted set and time list alike; a
+ * store that holds HR_DECL_MAX declarations already; a d out of bounds),
+ * and then the store treats the family as any other keys. A declaration of
+ * the kind, prefix and suffix of an earlier one replaces it (a cap's
+ * keep). */
+bool hr_store_declare(hr_store *s, const hr_store_decl *d);
 
 /* Bulk time-list adds ---------------------------------------------------- */
 /* A fan-out writes millions of time-list adds, one per follower's timeline,

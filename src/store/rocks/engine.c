@@ -392,7 +392,7 @@ static void close_(hr_store *hs);
 static void free_store(rocks_store *s) {
     for (size_t i = 0; i < ROCKS_STRIPES; i++)
         pthread_mutex_destroy(&s->stripes[i]);
-    pthread_mutex_destroy(&s->tl_caps_lock);
+    pthread_mutex_destroy(&s->decls_lock);
     pthread_mutex_destroy(&s->tl_bulk_lock);
     queues_free(s->queues);
     zreg_free(s->zreg);
@@ -423,7 +423,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     s->super.existed = access(current, F_OK) == 0;
     for (size_t i = 0; i < ROCKS_STRIPES; i++)
         pthread_mutex_init(&s->stripes[i], NULL);
-    pthread_mutex_init(&s->tl_caps_lock, NULL);
+    pthread_mutex_init(&s->decls_lock, NULL);
     pthread_mutex_init(&s->tl_bulk_lock, NULL);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -892,6 +892,36 @@ static void origin_ref(hr_origin *o, int delta) {
         rcache_release(b);
 }
 
+/* Declarations (store.h) ------------------------------------------------------ */
+
+static bool rocks_declare(hr_store *hs, const hr_store_decl *d) {
+    if (d->kind != HR_DECL_TL_CAP) return false;
+    rocks_store *s = (rocks_store *)hs;
+    pthread_mutex_lock(&s->decls_lock);
+    size_t n = atomic_load(&s->n_decls), i = 0;
+    for (; i < n; i++) {
+        const rocks_decl *e = &s->decls[i];
+        if (e->kind == d->kind && hr_slice_eq(d->prefix, hr_slice_of(e->prefix, e->prefix_len)) &&
+            hr_slice_eq(d->suffix, hr_slice_of(e->suffix, e->suffix_len)))
+            break;
+    }
+    bool declared = i < HR_DECL_MAX;
+    if (declared) {
+        rocks_decl *e = &s->decls[i];
+        atomic_store(&e->keep, d->keep);
+        if (i == n) { /* new: filled in before it is counted */
+            e->kind = d->kind;
+            if (d->prefix.len) memcpy(e->prefix, d->prefix.ptr, d->prefix.len);
+            e->prefix_len = d->prefix.len;
+            if (d->suffix.len) memcpy(e->suffix, d->suffix.ptr, d->suffix.len);
+            e->suffix_len = d->suffix.len;
+            atomic_store(&s->n_decls, n + 1);
+        }
+    }
+    pthread_mutex_unlock(&s->decls_lock);
+    return declared;
+}
+
 const hr_store_backend hr_rocks_backend = {
     .caps = {.kind = "rocksdb", .atomic_batches = true, .settles = true, .bulk_files = true},
     .uri_prefix = "rocksdb:",
@@ -902,5 +932,5 @@ const hr_store_backend hr_rocks_backend = {
     .exec = exec_,
     .origin_ref = origin_ref,
     .tlbulk_write = rocks_ingest_write,
-    .tlcap = rocks_tlcap_declare,
+    .declare = rocks_declare,
 };
