@@ -96,7 +96,6 @@ typedef struct hr_op {
     int64_t time_ms;      /* TLADD TLREM: the entry's time; TLTRIM: older_than_ms */
     int64_t delta;        /* INCR */
     double score;         /* ZADD; ZINCR: the delta */
-    bool time_set;        /* ZADD by hr_zadd_time: a set of times (store.h) */
     double min, max;      /* ZREMRANGE_SCORE; ZINCR_WITH: also_score, when_score (also_key: value) */
     hr_slice note_key;    /* ZINCR_WITH: its hr_zincr_note (len 0: none) */
     hr_slice note_member;

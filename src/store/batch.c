@@ -125,13 +125,6 @@ size_t hr_zadd(hr_batch *b, hr_slice key, double score, hr_slice member) {
     return last(b);
 }
 
-size_t hr_zadd_time(hr_batch *b, hr_slice key, int64_t time, hr_slice member) {
-    hr_op *op = push_member(b, HR_OP_ZADD, key, member);
-    op->score = (double)time;
-    op->time_set = true;
-    return last(b);
-}
-
 size_t hr_zincr(hr_batch *b, hr_slice key, double delta, hr_slice member) {
     push_member(b, HR_OP_ZINCR, key, member)->score = delta;
     return last(b);

@@ -351,15 +351,6 @@ size_t hr_counter_get(hr_batch *b, hr_slice key);
 
 /* Add a member or update its score; num 1 if new. */
 size_t hr_zadd(hr_batch *b, hr_slice key, double score, hr_slice member);
-/* hr_zadd for a set of times: one whose scores are all integers (times in
- * ms, or stamps built from them; |score| <= 2^53) and that is read mostly
- * newest first (a subject's ratings). Where it creates the set, the RocksDB
- * backend keeps the set's order with the time lists and its member records
- * in a column family of their own, both in hashed memtables, where a write
- * costs less (rocks/zset_times.c); there, hr_zadd or hr_zincr of a non-integer score
- * into such a set is HR_EINVAL, and an ascending range read of it costs
- * the whole range. On an existing set it is hr_zadd. Redis: ZADD. */
-size_t hr_zadd_time(hr_batch *b, hr_slice key, int64_t time, hr_slice member);
 /* Add delta to a member's score (a missing member starts at 0), atomically
  * against concurrent batches: score is the new score. Concurrent increments
  * never lose one (a story's vote sum). */

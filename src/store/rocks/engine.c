@@ -72,7 +72,7 @@
  *   sorted set whose order moved into memory (a ranking re-scored on every
  *   vote; rocks/zset_memory.c) has no keys here: its member records, in
  *   "memsetmembers", are its record.
- *   Nor has a set of times (hr_zadd_time): its order is a time list named
+ *   Nor has a set of times (HR_DECL_TIME_SET): its order is a time list named
  *   after its prefix, in "timelists", and its member records are in
  *   "timesetmembers" (rocks/zset_times.c).
  *
@@ -88,7 +88,7 @@
  *   key:   | u64 list hash | u16 len | list key | u64 inverted time | member (escaped) |
  *   value: | i64 expire_at |
  *
- * "timesetmembers" — the member records of sets of times (hr_zadd_time,
+ * "timesetmembers" — the member records of sets of times (HR_DECL_TIME_SET,
  *   rocks/zset_times.c), in the layout of "subkeys" but in a hashed memtable:
  *
  *   key:   | prefix | member bytes |          value: | u64 score (encoded) |
@@ -895,7 +895,6 @@ static void origin_ref(hr_origin *o, int delta) {
 /* Declarations (store.h) ------------------------------------------------------ */
 
 static bool rocks_declare(hr_store *hs, const hr_store_decl *d) {
-    if (d->kind != HR_DECL_TL_CAP) return false;
     rocks_store *s = (rocks_store *)hs;
     pthread_mutex_lock(&s->decls_lock);
     size_t n = atomic_load(&s->n_decls), i = 0;

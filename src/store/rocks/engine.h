@@ -53,7 +53,8 @@ static inline uint32_t rocks_stripe(hr_slice key) {
 }
 
 /* A declaration (hr_store_declare): caps are enforced by the time lists'
- * compaction filter (rocks/filter.c). Set once; only keep changes after. */
+ * compaction filter (rocks/filter.c), sets of times are made by
+ * rocks/zset.c. Set once; only keep changes after. */
 typedef struct rocks_decl {
     hr_decl_kind kind;
     char prefix[HR_DECL_AFFIX_MAX], suffix[HR_DECL_AFFIX_MAX];
@@ -112,6 +113,15 @@ typedef struct rocks_store {
     _Atomic size_t n_decls;
     pthread_mutex_t decls_lock;
 } rocks_store;
+
+/* Whether key is of a declared family of this kind. Takes no lock (see
+ * decls above): cheap enough for every creation of a set. */
+static inline bool rocks_declared(rocks_store *s, hr_decl_kind kind, hr_slice key) {
+    size_t n = atomic_load_explicit(&s->n_decls, memory_order_acquire);
+    for (size_t i = 0; i < n; i++)
+        if (s->decls[i].kind == kind && rocks_decl_matches(&s->decls[i], key)) return true;
+    return false;
+}
 
 /* ------------------------------------------------------------------------ */
 /* One batch being executed (rocks.c, rocks_view.c)                          */

@@ -434,8 +434,11 @@ static int zset_write_score(rx *x, hr_op *op, bool increment) {
         memset(&m, 0, sizeof m);
         m.type = T_ZSET;
         m.version = rx_new_version(x);
-        /* rocks/zset_inline.c: small sets start inline; rocks/zset_times.c: sets of times */
-        m.zflags = zmem_all(x) ? ZF_MEM : op->time_set ? ZF_INLINE | ZF_TL : ZF_INLINE;
+        /* rocks/zset_inline.c: small sets start inline; rocks/zset_times.c:
+         * sets of times, those of a declared family (HR_DECL_TIME_SET) */
+        m.zflags = zmem_all(x)                                       ? ZF_MEM
+                   : rocks_declared(x->s, HR_DECL_TIME_SET, op->key) ? ZF_INLINE | ZF_TL
+                                                                     : ZF_INLINE;
     }
     if (m.size > 0 && (rc = zget(x, op->key, &m, op->member, &found, &old))) return rc;
     double score = op->score;

@@ -49,7 +49,7 @@ typedef struct zcollect {
 } zcollect;
 bool zs_collect(void *ctx, uint64_t enc, hr_slice member);
 
-/* Sets of times (hr_zadd_time), whose order is kept with the time lists and
+/* Sets of times (HR_DECL_TIME_SET), whose order is kept with the time lists and
  * member records in CF_ZTLM (rocks_ztl.c): the same calls as zs_write,
  * zs_remove and zs_scan. */
 bool ztl_score_ok(double score); /* an integer with |score| <= 2^53 */
