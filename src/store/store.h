@@ -549,13 +549,14 @@ size_t hr_tlrange(hr_batch *b, hr_slice key, const hr_tlrange_spec *spec);
 size_t hr_tltrim(hr_batch *b, hr_slice key, size_t keep, int64_t older_than_ms);
 
 /* Declarations ----------------------------------------------------------- */
-/* What a caller tells the store about a family of keys, the keys whose name
- * starts with prefix and ends with suffix (and is as long as both: they do
- * not overlap), so that the store may keep the family's data in a way of
- * its own: one a caller could not ask for key by key without knowing the
- * backend. A declaration is not stored: a caller declares once per open,
- * where it makes what names those keys, before it writes them, and the
- * declaration holds until close. May be called while the store runs. */
+/* What a caller tells the store about a family of keys: those whose name
+ * starts with prefix and ends with suffix, the two not overlapping (the
+ * name is at least as long as both). The store may then keep the family
+ * in a way of its own, which a caller could not ask for key by key without
+ * knowing the backend. A declaration is not stored: a caller declares on
+ * each open, before it writes the family (core: where it makes what names
+ * those keys), and it holds until close. May be called while the store
+ * runs. */
 typedef enum hr_decl_kind {
     /* Sorted sets whose scores are all integers (times in ms, or stamps
      * built from them; |score| <= 2^53) and that are read mostly newest
@@ -597,8 +598,8 @@ typedef struct hr_store_decl {
 
 /* Declare d. Returns true when the store acts on it; false when it does not
  * (Redis Cluster, which keeps every sorted set and time list alike; a
- * store that holds HR_DECL_MAX declarations already; a d out of bounds),
- * and then the store treats the family as any other keys. A declaration of
+ * store that holds HR_DECL_MAX declarations already; an affix too long, a
+ * cap's keep 0), and then the store treats the family as any other keys. A declaration of
  * the kind, prefix and suffix of an earlier one replaces it (a cap's
  * keep). */
 bool hr_store_declare(hr_store *s, const hr_store_decl *d);
