@@ -44,7 +44,7 @@ typedef struct checkpoint {
  *
  * Where the store writes bulk time-list adds in a way of its own (RocksDB:
  * one sorted table file; store.h "Bulk time-list adds") and caps timelines
- * itself (hr_store_tlcap: a trim, which reads its list, would have to wait
+ * itself (HR_DECL_TL_CAP: a trim, which reads its list, would have to wait
  * for the adds; RocksDB does both), hr_fanout_run
  * gathers the timeline adds of the jobs it claims, claim after claim, until
  * o->bulk of them are gathered or a claim finds fewer jobs than it asked
@@ -79,7 +79,7 @@ typedef struct gather {
 } gather;
 
 /* Cut a timeline to timeline_max and timeline_ttl, unless the store does
- * (hr_store_tlcap). */
+ * (HR_DECL_TL_CAP). */
 static void trim_timeline(hr_feeds *f, hr_batch *b, hr_slice key, int64_t now_ms) {
     if (!f->store_caps_timelines) hr_tltrim(b, key, f->opts.timeline_max, now_ms - f->opts.timeline_ttl_ms);
 }
@@ -205,7 +205,7 @@ typedef void (*member_fn)(job_run *r, hr_batch *b, hr_batch *trims, hr_slice mem
  * timeline_ttl are dropped by compaction (RocksDB) or the trim.
  *
  * Where the store caps timelines itself (RocksDB: its compaction drops what
- * is past timeline_max, hr_store_tlcap), there are no trims: they were a
+ * is past timeline_max, HR_DECL_TL_CAP), there are no trims: they were a
  * large part of a gathered fan-out's time (a scan of the list, a tombstone
  * per entry dropped, and a memtable flush at each gathered write, the
  * tombstones being in the memtable). */

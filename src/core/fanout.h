@@ -19,7 +19,7 @@
  *             are missing (a crash between the job push and those writes),
  *             then add (time, id) to every follower's and group member's
  *             timeline, trimming a timeline now and then where the store
- *             does not cap timelines itself (RocksDB does: hr_store_tlcap);
+ *             does not cap timelines itself (RocksDB does: HR_DECL_TL_CAP);
  *             for an account that just became big, add it to its
  *             followers' /big sets
  *   REMOVE    remove a deleted activity's feed, index and timeline entries

@@ -100,8 +100,11 @@ hr_feeds *hr_feeds_new(hr_store *store, hr_graph *graph, const hr_feeds_options 
     /* Timelines are "{NSu/UID}/tl" (hr_feeds_user_key). */
     hr_buf prefix = HR_BUF_INIT;
     open_tag(f, &prefix, "u/");
-    f->store_caps_timelines =
-        hr_store_tlcap(store, hr_buf_slice(&prefix), hr_slice_str("}/tl"), f->opts.timeline_max);
+    hr_store_decl cap = {.kind = HR_DECL_TL_CAP,
+                         .prefix = hr_buf_slice(&prefix),
+                         .suffix = hr_slice_str("}/tl"),
+                         .keep = f->opts.timeline_max};
+    f->store_caps_timelines = hr_store_declare(store, &cap);
     hr_buf_free(&prefix);
     f->pages = hr_memo_new(store, hr_store_caps_of(store)->memo_bytes);
     return f;

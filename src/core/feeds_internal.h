@@ -22,7 +22,7 @@ struct hr_feeds {
     char *queue; /* the fan-out queue's name (hr_feeds_options.queue) */
     hr_feeds_options opts;
     /* The store drops what timelines hold past timeline_max by itself
-     * (hr_store_tlcap, RocksDB), so fan-out does not trim them. */
+     * (HR_DECL_TL_CAP, RocksDB), so fan-out does not trim them. */
     bool store_caps_timelines;
     /* Home timelines' first pages, kept while unchanged (feeds_memo.h);
      * NULL: read the store every time. */

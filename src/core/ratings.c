@@ -21,6 +21,17 @@ hr_ratings *hr_ratings_new(hr_store *store, hr_stories *stories) {
     r->walk_max = HR_UNSEEN_SCAN;
     for (size_t i = 0; i < LOCK_STRIPES; i++)
         pthread_mutex_init(&r->locks[i], NULL);
+    /* The subjects' records are sets of times (ratings.h). Their family is
+     * subject_key's: the key of an empty subject, "{NSrs/}", split before
+     * its '}'. Where the store does not act on it (Redis) they are plain
+     * sorted sets, read and written the same way. */
+    hr_buf k = HR_BUF_INIT;
+    hr_slice none_key = subject_key(&k, r, none);
+    hr_store_decl times = {.kind = HR_DECL_TIME_SET,
+                           .prefix = hr_slice_of(none_key.ptr, none_key.len - 1),
+                           .suffix = hr_slice_of(none_key.ptr + none_key.len - 1, 1)};
+    hr_store_declare(store, &times);
+    hr_buf_free(&k);
     return r;
 }
 
@@ -182,7 +193,7 @@ static int upsert_write(upsert *u, hr_batch *b, hr_err *err, int64_t *sum, bool 
         if (voting)
             vote = hr_stories_vote_ops(r->stories, b, u->object, u->story.time_ms, u->story.score, delta,
                                        &voter);
-        if (u->atomic) hr_zadd_time(b, subject_key(&u->k, r, u->subject), u->st, u->object);
+        if (u->atomic) hr_zadd(b, subject_key(&u->k, r, u->subject), (double)u->st, u->object);
         rc = hr_store_exec(r->store, b, 0, err);
         if (rc != HR_OK) return rc;
         if (voting && hr_batch_result(b, vote.op)->rc == HR_ECONFLICT && tries < 2) {
@@ -204,7 +215,7 @@ static int upsert_write(upsert *u, hr_batch *b, hr_err *err, int64_t *sum, bool 
  * lease's return after it (same slot: in order). */
 static int upsert_finish(upsert *u, hr_batch *b, hr_lease *lease, hr_slice lk, hr_err *err) {
     hr_batch_reset(b);
-    size_t rating_op = hr_zadd_time(b, subject_key(&u->k, u->r, u->subject), u->st, u->object);
+    size_t rating_op = hr_zadd(b, subject_key(&u->k, u->r, u->subject), (double)u->st, u->object);
     size_t drop_op = lease ? hr_lease_drop_op(lease, b, lk) : 0;
     int rc = hr_store_exec(u->r->store, b, 0, err);
     if (lease) hr_lease_dropped(b, drop_op, rc, err, lk);

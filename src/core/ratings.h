@@ -25,9 +25,10 @@
  *   {NSrs/S}          zset   member O: the subject's ratings newest first,
  *                            the rating itself (GET, upsert), AND the
  *                            subject's seen set (any rating, 0 included);
- *                            a set of times (hr_zadd_time: its scores are
- *                            stamps), which RocksDB writes into hashed
- *                            memtables
+ *                            a set of times (its scores are stamps;
+ *                            hr_ratings_new declares the family,
+ *                            HR_DECL_TIME_SET), which RocksDB writes into
+ *                            hashed memtables
  *   {NSrs/S}seen      pset   the same stories as 64-bit ids (a story id is
  *                            16 hex digits), kept once the subject has
  *                            HR_SEEN_SET_MIN ratings: what unseen and
@@ -234,7 +235,8 @@ typedef struct hr_rating_page {
 typedef struct hr_ratings hr_ratings;
 
 /* Ratings of the stories of `stories` (borrowed, as is store; both must
- * outlive them), in the stories' namespace. */
+ * outlive them), in the stories' namespace. Declares the subjects' records
+ * to the store (above), so it comes before the first rating is written. */
 hr_ratings *hr_ratings_new(hr_store *store, hr_stories *stories);
 void hr_ratings_free(hr_ratings *r);
 /* For tests: the number of ratings from which a subject has a seen set

@@ -39,9 +39,9 @@ typedef struct hr_store_backend {
      * (and caps.bulk_files true); NULL: as usual batches
      * (hr_tlbulk_write_batches). */
     int (*tlbulk_write)(hr_store *s, hr_tlbulk *w, hr_err *err);
-    /* Declare a cap (see hr_store_tlcap; arguments checked); NULL: the
-     * backend drops nothing by itself. */
-    bool (*tlcap)(hr_store *s, hr_slice prefix, hr_slice suffix, size_t keep);
+    /* See hr_store_declare (arguments checked); NULL: the backend acts on
+     * no declaration. */
+    bool (*declare)(hr_store *s, const hr_store_decl *d);
 } hr_store_backend;
 
 /* The adds an hr_tlbulk gathered: lists and members are bytes at offsets
@@ -102,13 +102,11 @@ typedef struct hr_op {
     int64_t time_ms;      /* TLADD TLREM: the entry's time; TLTRIM: older_than_ms */
     int64_t delta;        /* INCR */
     double score;         /* ZADD; ZINCR: the delta */
-    bool time_set;        /* ZADD by hr_zadd_time: a set of times (store.h) */
     double min, max;      /* ZREMRANGE_SCORE; ZINCR_WITH: also_score, when_score (also_key: value) */
     hr_slice note_key;    /* ZINCR_WITH: its hr_zincr_note (len 0: none) */
     hr_slice note_member;
     double note_score, note_was;
-    size_t keep;                 /* ZTRIM TLTRIM */
-    bool keep_highest;           /* ZTRIM */
+    size_t keep;                 /* TLTRIM */
     hr_zrange_spec range;        /* ZRANGE (cursor_member points into the arena) */
     hr_tlrange_spec tlrange;     /* TLRANGE (likewise) */
     hr_distinct_params distinct; /* DADD DCOUNT */

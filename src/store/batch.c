@@ -125,13 +125,6 @@ size_t hr_zadd(hr_batch *b, hr_slice key, double score, hr_slice member) {
     return last(b);
 }
 
-size_t hr_zadd_time(hr_batch *b, hr_slice key, int64_t time, hr_slice member) {
-    hr_op *op = push_member(b, HR_OP_ZADD, key, member);
-    op->score = (double)time;
-    op->time_set = true;
-    return last(b);
-}
-
 size_t hr_zincr(hr_batch *b, hr_slice key, double delta, hr_slice member) {
     push_member(b, HR_OP_ZINCR, key, member)->score = delta;
     return last(b);
@@ -188,13 +181,6 @@ size_t hr_zremrange_score(hr_batch *b, hr_slice key, double min, double max) {
     hr_op *op = push(b, HR_OP_ZREMRANGE_SCORE, key);
     op->min = min;
     op->max = max;
-    return last(b);
-}
-
-size_t hr_ztrim(hr_batch *b, hr_slice key, size_t keep, bool keep_highest) {
-    hr_op *op = push(b, HR_OP_ZTRIM, key);
-    op->keep = keep;
-    op->keep_highest = keep_highest;
     return last(b);
 }
 

@@ -256,7 +256,6 @@ bool hr_op_is_write(hr_op_type t) {
     case HR_OP_ZINCR:
     case HR_OP_ZREM:
     case HR_OP_ZREMRANGE_SCORE:
-    case HR_OP_ZTRIM:
     case HR_OP_DADD:
     case HR_OP_PSET_ADD:
     case HR_OP_PSET_REM:
@@ -356,7 +355,8 @@ void hr_tlbulk_free(hr_tlbulk *w) {
     free(w);
 }
 
-bool hr_store_tlcap(hr_store *s, hr_slice prefix, hr_slice suffix, size_t keep) {
-    if (prefix.len > HR_TLCAP_AFFIX_MAX || suffix.len > HR_TLCAP_AFFIX_MAX || keep == 0) return false;
-    return s->backend->tlcap && s->backend->tlcap(s, prefix, suffix, keep);
+bool hr_store_declare(hr_store *s, const hr_store_decl *d) {
+    if (d->prefix.len > HR_DECL_AFFIX_MAX || d->suffix.len > HR_DECL_AFFIX_MAX) return false;
+    if (d->kind != HR_DECL_TIME_SET && (d->kind != HR_DECL_TL_CAP || d->keep == 0)) return false;
+    return s->backend->declare && s->backend->declare(s, d);
 }

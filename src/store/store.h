@@ -196,7 +196,7 @@ typedef enum {
     X(GET, "get") X(PUT, "put") X(DEL, "del") X(EXPIRE, "expire") X(INCR, "incr")       \
     X(COUNTER_GET, "counter_get") X(ZADD, "zadd") X(ZINCR, "zincr") X(ZREM, "zrem")     \
     X(ZSCORE, "zscore") X(ZCARD, "zcard") X(ZRANGE, "zrange")                           \
-    X(ZREMRANGE_SCORE, "zremrange_score") X(ZTRIM, "ztrim") X(DADD, "dadd")             \
+    X(ZREMRANGE_SCORE, "zremrange_score") X(DADD, "dadd")                               \
     X(DCOUNT, "dcount") X(PSET_ADD, "pset_add") X(PSET_REM, "pset_rem")                 \
     X(PSET_TEST, "pset_test") X(PSET_CARD, "pset_card")                                 \
     X(TLADD, "tladd") X(TLREM, "tlrem") X(TLRANGE, "tlrange") X(TLTRIM, "tltrim")       \
@@ -261,7 +261,7 @@ typedef struct hr_result {
     /* hr_incr, hr_counter_get: the counter's value.
      * hr_zadd: 1 if the member was new, 0 if its score was updated.
      * hr_zrem: 1 if removed, 0 if absent. hr_del: 1 if a key was deleted.
-     * hr_zremrange_score, hr_ztrim: members removed.
+     * hr_zremrange_score: members removed.
      * hr_zcard: members. hr_dadd, hr_dcount: distinct members counted.
      * hr_expire: 1 if the key exists (and got the expiry), else 0. */
     int64_t num;
@@ -348,15 +348,6 @@ size_t hr_counter_get(hr_batch *b, hr_slice key);
 
 /* Add a member or update its score; num 1 if new. */
 size_t hr_zadd(hr_batch *b, hr_slice key, double score, hr_slice member);
-/* hr_zadd for a set of times: one whose scores are all integers (times in
- * ms, or stamps built from them; |score| <= 2^53) and that is read mostly
- * newest first (a subject's ratings). Where it creates the set, the RocksDB
- * backend keeps the set's order with the time lists and its member records
- * in a column family of their own, both in hashed memtables, where a write
- * costs less (rocks/zset_times.c); there, hr_zadd or hr_zincr of a non-integer score
- * into such a set is HR_EINVAL, and an ascending range read of it costs
- * the whole range. On an existing set it is hr_zadd. Redis: ZADD. */
-size_t hr_zadd_time(hr_batch *b, hr_slice key, int64_t time, hr_slice member);
 /* Add delta to a member's score (a missing member starts at 0), atomically
  * against concurrent batches: score is the new score. Concurrent increments
  * never lose one (a story's vote sum). */
@@ -424,9 +415,6 @@ hr_zrange_spec hr_zrange_all(bool reverse, size_t limit);
 size_t hr_zrange(hr_batch *b, hr_slice key, const hr_zrange_spec *spec);
 /* Remove every member with min <= score <= max; num is how many. */
 size_t hr_zremrange_score(hr_batch *b, hr_slice key, double min, double max);
-/* Keep only the `keep` highest (keep_highest) or lowest members by (score,
- * member); num is how many were removed. */
-size_t hr_ztrim(hr_batch *b, hr_slice key, size_t keep, bool keep_highest);
 
 /* Distinct counts --------------------------------------------------------- */
 /* A distinct counter counts the members added within the last ttl_ms: a
@@ -556,29 +544,61 @@ size_t hr_tlrange(hr_batch *b, hr_slice key, const hr_tlrange_spec *spec);
  * then, not on every add. */
 size_t hr_tltrim(hr_batch *b, hr_slice key, size_t keep, int64_t older_than_ms);
 
-/* Capped time lists: a cap declares that the time lists whose key starts
- * with prefix and ends with suffix need only their `keep` newest entries
- * (newest as hr_tlrange reads them), so that the store may drop the others
- * whenever it likes: a reader of such a list must not read past its first
- * `keep` entries, which may or may not still be there. Returns true when
- * the store does drop them; false when it does not (Redis Cluster; or
- * HR_TLCAP_MAX caps are declared already), and then the caller trims with
- * hr_tltrim. A cap with the prefix and suffix of an earlier one replaces
- * its keep. prefix and suffix are at most HR_TLCAP_AFFIX_MAX bytes each
- * (either may be empty); keep is at least 1. May be called while the store
- * runs; a cap is not stored, so it holds until close.
- *
- * RocksDB: the compaction filter (rocks/filter.c) drops an entry when at
- * least `keep` newer live entries of its list are among the entries
- * compacted with it. So a list is cut with no read and no tombstone, which
- * hr_tltrim costs, some time after it grew past keep; until then it holds
- * more. The cut is that of a trim at that moment: a removal (hr_tlrem) of
- * one of those newer entries afterwards leaves the list one entry short of
- * keep, as it would after hr_tltrim, and a removal the compaction does not
- * see yet (still in a newer table) counts as one too. */
-#define HR_TLCAP_MAX 8
-#define HR_TLCAP_AFFIX_MAX 64
-bool hr_store_tlcap(hr_store *s, hr_slice prefix, hr_slice suffix, size_t keep);
+/* Declarations ----------------------------------------------------------- */
+/* What a caller tells the store about a family of keys: those whose name
+ * starts with prefix and ends with suffix, the two not overlapping (the
+ * name is at least as long as both). The store may then keep the family
+ * in a way of its own, which a caller could not ask for key by key without
+ * knowing the backend. A declaration is not stored: a caller declares on
+ * each open, before it writes the family (core: where it makes what names
+ * those keys), and it holds until close. May be called while the store
+ * runs. */
+typedef enum hr_decl_kind {
+    /* Sorted sets whose scores are all integers (times in ms, or stamps
+     * built from them; |score| <= 2^53) and that are read mostly newest
+     * first (a subject's ratings). RocksDB makes a matching set a set of
+     * times when it creates it (a set made before the declaration stays as
+     * it was made): it keeps the set's order with the time lists and its
+     * member records in a column family of their own, both in hashed
+     * memtables, where a write costs less (rocks/zset_times.c); a
+     * non-integer score into such a set (hr_zadd, hr_zincr) is HR_EINVAL,
+     * and an ascending range read of it costs the whole range. keep is
+     * unused. */
+    HR_DECL_TIME_SET,
+    /* Time lists that need only their `keep` (at least 1) newest entries
+     * (newest as hr_tlrange reads them), so that the store may drop the
+     * others whenever it likes: a reader of such a list must not read past
+     * its first `keep` entries, which may or may not still be there. Where
+     * the store does not act on the cap, the caller trims with hr_tltrim.
+     *
+     * RocksDB: the compaction filter (rocks/filter.c) drops an entry when at
+     * least `keep` newer live entries of its list are among the entries
+     * compacted with it. So a list is cut with no read and no tombstone,
+     * which hr_tltrim costs, some time after it grew past keep; until then
+     * it holds more. The cut is that of a trim at that moment: a removal
+     * (hr_tlrem) of one of those newer entries afterwards leaves the list
+     * one entry short of keep, as it would after hr_tltrim, and a removal
+     * the compaction does not see yet (still in a newer table) counts as
+     * one too. */
+    HR_DECL_TL_CAP,
+} hr_decl_kind;
+
+typedef struct hr_store_decl {
+    hr_decl_kind kind;
+    hr_slice prefix, suffix; /* at most HR_DECL_AFFIX_MAX bytes each; either may be empty */
+    size_t keep;             /* HR_DECL_TL_CAP: entries kept */
+} hr_store_decl;
+
+#define HR_DECL_MAX 8 /* declarations a store holds, of all kinds */
+#define HR_DECL_AFFIX_MAX 64
+
+/* Declare d. Returns true when the store acts on it; false when it does not
+ * (Redis Cluster, which keeps every sorted set and time list alike; a
+ * store that holds HR_DECL_MAX declarations already; an affix too long, a
+ * cap's keep 0), and then the store treats the family as any other keys. A declaration of
+ * the kind, prefix and suffix of an earlier one replaces it (a cap's
+ * keep). */
+bool hr_store_declare(hr_store *s, const hr_store_decl *d);
 
 /* Bulk time-list adds ---------------------------------------------------- */
 /* A fan-out writes millions of time-list adds, one per follower's timeline,

@@ -100,9 +100,9 @@ static int fault_tlbulk_write(hr_store *s, hr_tlbulk *w, hr_err *err) {
     return hr_tlbulk_write_batches(w, 0, w->n, err);
 }
 
-/* The inner store's caps. */
-static bool fault_tlcap(hr_store *s, hr_slice prefix, hr_slice suffix, size_t keep) {
-    return hr_store_tlcap(((fault_store *)s)->inner, prefix, suffix, keep);
+/* The inner store's declarations. */
+static bool fault_declare(hr_store *s, const hr_store_decl *d) {
+    return hr_store_declare(((fault_store *)s)->inner, d);
 }
 
 static fault_store *wrap(hr_store *inner, size_t at) {
@@ -112,7 +112,7 @@ static fault_store *wrap(hr_store *inner, size_t at) {
     c->backend.exec = fault_exec;
     c->backend.close = fault_close;
     if (c->backend.tlbulk_write) c->backend.tlbulk_write = fault_tlbulk_write;
-    if (c->backend.tlcap) c->backend.tlcap = fault_tlcap;
+    if (c->backend.declare) c->backend.declare = fault_declare;
     c->super.backend = &c->backend;
     /* The inner store's caps, without stamps: the wrapper counts no writes. */
     c->super.caps = inner->caps;

@@ -424,21 +424,6 @@ static size_t build_cmd(hr_arena *a, const hr_op *op, int64_t now_ms, rc_cmd *cm
         arg_double(&x, op->min);
         arg_double(&x, op->max);
         break;
-    case HR_OP_ZTRIM: {
-        /* Ranks ascend by (score, member): keeping the `keep` highest
-         * removes ranks 0..-(keep+1), keeping the lowest removes keep..-1. */
-        long long keep = op->keep > (size_t)INT64_MAX / 2 ? INT64_MAX / 2 : (long long)op->keep;
-        arg_str(&x, "ZREMRANGEBYRANK");
-        arg_slice(&x, op->key);
-        if (op->keep_highest) {
-            arg_str(&x, "0");
-            arg_fmt(&x, "%lld", -(keep + 1));
-        } else {
-            arg_fmt(&x, "%lld", keep);
-            arg_str(&x, "-1");
-        }
-        break;
-    }
     case HR_OP_DADD:
         /* KEYS: K, E. ARGV: P, member, now_ms, ttl_ms, exact_limit. */
         arg_script(&x, cmd, RS_DADD, 2);
@@ -652,7 +637,7 @@ static void decode(hr_batch *b, hr_op *op, size_t i, const rc_cmd *cmd, size_t n
     case HR_OP_TLRANGE: ok = decode_range(b, res, r, op->tlrange.limit); break;
     case HR_OP_TLADD: ok = r->type == REDIS_REPLY_INTEGER; break; /* num stays 0 (store.h) */
     case HR_OP_PSET_TEST: ok = decode_test(b, res, op, r, now_ms); break;
-    default: /* DEL EXPIRE INCR ZADD ZREM ZCARD ZREMRANGE_SCORE ZTRIM DADD DCOUNT PSET_ADD PSET_REM
+    default: /* DEL EXPIRE INCR ZADD ZREM ZCARD ZREMRANGE_SCORE DADD DCOUNT PSET_ADD PSET_REM
               * PSET_CARD TLREM TLTRIM DEL_IF_EQUAL */
         ok = r->type == REDIS_REPLY_INTEGER;
         res->num = r->integer;

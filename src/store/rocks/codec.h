@@ -40,7 +40,7 @@ typedef struct rmeta {
  * itself (rocks_zinline.c), with no sub-keys at all. */
 #define ZF_MEM 1
 #define ZF_INLINE 2
-/* ZF_TL: a set of times (hr_zadd_time), from its creation: once out of
+/* ZF_TL: a set of times (HR_DECL_TIME_SET), from its creation: once out of
  * line, its order is kept in "timelists" instead of "zindex", and its
  * member records in "timesetmembers" instead of "subkeys" (rocks_ztl.c). */
 #define ZF_TL 4

@@ -72,7 +72,7 @@
  *   sorted set whose order moved into memory (a ranking re-scored on every
  *   vote; rocks/zset_memory.c) has no keys here: its member records, in
  *   "memsetmembers", are its record.
- *   Nor has a set of times (hr_zadd_time): its order is a time list named
+ *   Nor has a set of times (HR_DECL_TIME_SET): its order is a time list named
  *   after its prefix, in "timelists", and its member records are in
  *   "timesetmembers" (rocks/zset_times.c).
  *
@@ -88,7 +88,7 @@
  *   key:   | u64 list hash | u16 len | list key | u64 inverted time | member (escaped) |
  *   value: | i64 expire_at |
  *
- * "timesetmembers" — the member records of sets of times (hr_zadd_time,
+ * "timesetmembers" — the member records of sets of times (HR_DECL_TIME_SET,
  *   rocks/zset_times.c), in the layout of "subkeys" but in a hashed memtable:
  *
  *   key:   | prefix | member bytes |          value: | u64 score (encoded) |
@@ -385,7 +385,7 @@ static void close_(hr_store *hs);
 static void free_store(rocks_store *s) {
     for (size_t i = 0; i < ROCKS_STRIPES; i++)
         pthread_mutex_destroy(&s->stripes[i]);
-    pthread_mutex_destroy(&s->tl_caps_lock);
+    pthread_mutex_destroy(&s->decls_lock);
     pthread_mutex_destroy(&s->tl_bulk_lock);
     queues_free(s->queues);
     zreg_free(s->zreg);
@@ -426,7 +426,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     s->super.existed = access(current, F_OK) == 0;
     for (size_t i = 0; i < ROCKS_STRIPES; i++)
         pthread_mutex_init(&s->stripes[i], NULL);
-    pthread_mutex_init(&s->tl_caps_lock, NULL);
+    pthread_mutex_init(&s->decls_lock, NULL);
     pthread_mutex_init(&s->tl_bulk_lock, NULL);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -595,7 +595,6 @@ static const op_fn op_table[HR_OP_COUNT_] = {
     [HR_OP_ZCARD] = op_zcard,
     [HR_OP_ZRANGE] = op_zrange,
     [HR_OP_ZREMRANGE_SCORE] = op_zremrange_score,
-    [HR_OP_ZTRIM] = op_ztrim,
     [HR_OP_DADD] = op_dadd,
     [HR_OP_DCOUNT] = op_dcount,
     [HR_OP_PSET_ADD] = op_pset_add,
@@ -786,7 +785,6 @@ static bool needs_index(const hr_batch *b) {
         switch (op->type) {
         case HR_OP_ZRANGE:
         case HR_OP_ZREMRANGE_SCORE:
-        case HR_OP_ZTRIM:
         case HR_OP_DADD:
         case HR_OP_DCOUNT:
         case HR_OP_TLRANGE:
@@ -898,6 +896,35 @@ static void *origin_attach(hr_store *hs, hr_origin *o, void *p, size_t bytes, vo
     return rcache_attach(((rocks_store *)hs)->zset_cache, (rblob *)o, p, bytes, free_p);
 }
 
+/* Declarations (store.h) ------------------------------------------------------ */
+
+static bool rocks_declare(hr_store *hs, const hr_store_decl *d) {
+    rocks_store *s = (rocks_store *)hs;
+    pthread_mutex_lock(&s->decls_lock);
+    size_t n = atomic_load(&s->n_decls), i = 0;
+    for (; i < n; i++) {
+        const rocks_decl *e = &s->decls[i];
+        if (e->kind == d->kind && hr_slice_eq(d->prefix, hr_slice_of(e->prefix, e->prefix_len)) &&
+            hr_slice_eq(d->suffix, hr_slice_of(e->suffix, e->suffix_len)))
+            break;
+    }
+    bool declared = i < HR_DECL_MAX;
+    if (declared) {
+        rocks_decl *e = &s->decls[i];
+        atomic_store(&e->keep, d->keep);
+        if (i == n) { /* new: filled in before it is counted */
+            e->kind = d->kind;
+            if (d->prefix.len) memcpy(e->prefix, d->prefix.ptr, d->prefix.len);
+            e->prefix_len = d->prefix.len;
+            if (d->suffix.len) memcpy(e->suffix, d->suffix.ptr, d->suffix.len);
+            e->suffix_len = d->suffix.len;
+            atomic_store(&s->n_decls, n + 1);
+        }
+    }
+    pthread_mutex_unlock(&s->decls_lock);
+    return declared;
+}
+
 const hr_store_backend hr_rocks_backend = {
     .caps = {.kind = "rocksdb", .atomic_batches = true, .settles = true, .bulk_files = true},
     .uri_prefix = "rocksdb:",
@@ -910,5 +937,5 @@ const hr_store_backend hr_rocks_backend = {
     .origin_attached = origin_attached,
     .origin_attach = origin_attach,
     .tlbulk_write = rocks_ingest_write,
-    .tlcap = rocks_tlcap_declare,
+    .declare = rocks_declare,
 };

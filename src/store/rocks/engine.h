@@ -53,13 +53,21 @@ static inline uint32_t rocks_stripe(hr_slice key) {
     return (uint32_t)(XXH3_64bits(key.ptr, key.len) & (ROCKS_STRIPES - 1));
 }
 
-/* A cap on time lists (hr_store_tlcap), which the time lists' compaction
- * filter enforces (rocks_filter.c). Set once; only keep changes after. */
-typedef struct rocks_tlcap {
-    char prefix[HR_TLCAP_AFFIX_MAX], suffix[HR_TLCAP_AFFIX_MAX];
+/* A declaration (hr_store_declare): caps are enforced by the time lists'
+ * compaction filter (rocks/filter.c), sets of times are made by
+ * rocks/zset.c. Set once; only keep changes after. */
+typedef struct rocks_decl {
+    hr_decl_kind kind;
+    char prefix[HR_DECL_AFFIX_MAX], suffix[HR_DECL_AFFIX_MAX];
     size_t prefix_len, suffix_len;
     _Atomic size_t keep;
-} rocks_tlcap;
+} rocks_decl;
+
+/* Whether key is of d's family. */
+static inline bool rocks_decl_matches(const rocks_decl *d, hr_slice key) {
+    return key.len >= d->prefix_len + d->suffix_len && memcmp(key.ptr, d->prefix, d->prefix_len) == 0 &&
+           memcmp(key.ptr + key.len - d->suffix_len, d->suffix, d->suffix_len) == 0;
+}
 
 /* Images of large packed sets (rocks_pimage.c): build times are kept per
  * slot of the sets' key hashes. */
@@ -102,12 +110,22 @@ typedef struct rocks_store {
     size_t tl_file_min; /* adds from which a bulk write is a file */
     bool tl_bulk;       /* tl_bulk_mode is on; under tl_bulk_lock */
     pthread_mutex_t tl_bulk_lock;
-    /* Caps on time lists: tl_caps[0, n_tl_caps) are set (a cap is filled in
-     * before n_tl_caps counts it); declaring one takes tl_caps_lock. */
-    rocks_tlcap tl_caps[HR_TLCAP_MAX];
-    _Atomic size_t n_tl_caps;
-    pthread_mutex_t tl_caps_lock;
+    /* Declarations: decls[0, n_decls) are set (one is filled in before
+     * n_decls counts it), so readers take no lock; declaring one takes
+     * decls_lock. */
+    rocks_decl decls[HR_DECL_MAX];
+    _Atomic size_t n_decls;
+    pthread_mutex_t decls_lock;
 } rocks_store;
+
+/* Whether key is of a declared family of this kind. Takes no lock (see
+ * decls above): cheap enough for every creation of a set. */
+static inline bool rocks_declared(rocks_store *s, hr_decl_kind kind, hr_slice key) {
+    size_t n = atomic_load_explicit(&s->n_decls, memory_order_acquire);
+    for (size_t i = 0; i < n; i++)
+        if (s->decls[i].kind == kind && rocks_decl_matches(&s->decls[i], key)) return true;
+    return false;
+}
 
 /* ------------------------------------------------------------------------ */
 /* One batch being executed (rocks.c, rocks_view.c)                          */

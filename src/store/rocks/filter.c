@@ -20,7 +20,7 @@
  *                          moved to "memsetmembers".
  *   "timelists"            entries expired for more than GRACE_MS (their
  *                          value is their expire_at; no metadata to read);
- *                          entries of a capped list (hr_store_tlcap) past
+ *                          entries of a capped list (HR_DECL_TL_CAP) past
  *                          its cap; and the index entries of sets of times
  *                          (rocks/zset_times.c; their value is marked) that the
  *                          sub-key rule above says are gone.
@@ -207,24 +207,24 @@ rocksdb_compactionfilterfactory_t *rocks_sub_filter_factory(rocks_store *s, int 
 /* Time-list filter ---------------------------------------------------------------- */
 
 /* The time lists' filter: expiry and the sets of times' index entries (with
- * the sub-key filter's metadata reads), and the caps of hr_store_tlcap,
- * taken as they were when the compaction started. RocksDB calls it on the
- * entries of a compaction in key order, and a list's entries are one run of
- * keys, newest first (rocks/timelist.c), so a cap is a count per run: past `keep`
- * live entries, the rest of the run goes. A compaction sees only part of a
+ * the sub-key filter's metadata reads), and the caps (HR_DECL_TL_CAP,
+ * store.h), taken as they were when the compaction started. RocksDB calls
+ * it on the entries of a compaction in key order, and a list's entries are
+ * one run of keys, newest first (rocks/timelist.c), so a cap is a count per
+ * run: past `keep` live entries, the rest of the run goes. A compaction sees only part of a
  * list (the tables it rewrites): an entry it drops has `keep` newer entries
  * with it, which is all a cap asks, and entries elsewhere are not counted,
  * so it may keep more than keep, never fewer. RocksDB does not call the
  * filter on an entry deleted by a newer tombstone among the same tables, so
- * those are not counted; see hr_store_tlcap for the ones in other tables. */
+ * those are not counted; see HR_DECL_TL_CAP for the ones in other tables. */
 typedef struct tl_filter {
     sub_filter *sub;
     size_t n_caps;
-    const rocks_tlcap *caps[HR_TLCAP_MAX]; /* prefix and suffix fixed once declared */
-    size_t keeps[HR_TLCAP_MAX];            /* their keep at the start */
-    hr_buf run;  /* the list last seen: hash, length, key (an entry's first bytes) */
-    size_t keep; /* its cap's keep; 0: not capped */
-    size_t live; /* its entries kept so far */
+    const rocks_decl *caps[HR_DECL_MAX]; /* prefix and suffix fixed once declared */
+    size_t keeps[HR_DECL_MAX];           /* their keep at the start */
+    hr_buf run;                          /* the list last seen: hash, length, key (an entry's first bytes) */
+    size_t keep;                         /* its cap's keep; 0: not capped */
+    size_t live;                         /* its entries kept so far */
 } tl_filter;
 
 static void tl_filter_destroy(void *state) {
@@ -236,12 +236,8 @@ static void tl_filter_destroy(void *state) {
 
 /* The keep of the first cap that list matches, 0 for none. */
 static size_t cap_of(const tl_filter *f, hr_slice list) {
-    for (size_t i = 0; i < f->n_caps; i++) {
-        const rocks_tlcap *c = f->caps[i];
-        if (list.len >= c->prefix_len + c->suffix_len && memcmp(list.ptr, c->prefix, c->prefix_len) == 0 &&
-            memcmp(list.ptr + list.len - c->suffix_len, c->suffix, c->suffix_len) == 0)
-            return f->keeps[i];
-    }
+    for (size_t i = 0; i < f->n_caps; i++)
+        if (rocks_decl_matches(f->caps[i], list)) return f->keeps[i];
     return 0;
 }
 
@@ -295,10 +291,12 @@ static rocksdb_compactionfilter_t *tl_filter_create(void *state, rocksdb_compact
     const sub_factory *fac = state;
     tl_filter *f = hr_xcalloc(1, sizeof *f);
     f->sub = sub_filter_new(state);
-    f->n_caps = atomic_load(&fac->s->n_tl_caps);
-    for (size_t i = 0; i < f->n_caps; i++) {
-        f->caps[i] = &fac->s->tl_caps[i];
-        f->keeps[i] = atomic_load(&fac->s->tl_caps[i].keep);
+    size_t n = atomic_load(&fac->s->n_decls);
+    for (size_t i = 0; i < n; i++) {
+        const rocks_decl *d = &fac->s->decls[i];
+        if (d->kind != HR_DECL_TL_CAP) continue;
+        f->caps[f->n_caps] = d;
+        f->keeps[f->n_caps++] = atomic_load(&d->keep);
     }
     return rocksdb_compactionfilter_create(f, tl_filter_destroy, tl_filter_run, tl_filter_name);
 }
@@ -312,32 +310,6 @@ rocksdb_compactionfilterfactory_t *rocks_tl_filter_factory(rocks_store *s) {
     fac->s = s;
     fac->cf = CF_TL;
     return rocksdb_compactionfilterfactory_create(fac, free, tl_filter_create, tl_factory_name);
-}
-
-bool rocks_tlcap_declare(hr_store *store, hr_slice prefix, hr_slice suffix, size_t keep) {
-    rocks_store *s = (rocks_store *)store;
-    pthread_mutex_lock(&s->tl_caps_lock);
-    size_t n = atomic_load(&s->n_tl_caps), i = 0;
-    for (; i < n; i++) {
-        const rocks_tlcap *c = &s->tl_caps[i];
-        if (hr_slice_eq(prefix, hr_slice_of(c->prefix, c->prefix_len)) &&
-            hr_slice_eq(suffix, hr_slice_of(c->suffix, c->suffix_len)))
-            break;
-    }
-    bool declared = i < HR_TLCAP_MAX;
-    if (declared) {
-        rocks_tlcap *c = &s->tl_caps[i];
-        atomic_store(&c->keep, keep);
-        if (i == n) { /* new: filled in before it is counted */
-            if (prefix.len) memcpy(c->prefix, prefix.ptr, prefix.len);
-            c->prefix_len = prefix.len;
-            if (suffix.len) memcpy(c->suffix, suffix.ptr, suffix.len);
-            c->suffix_len = suffix.len;
-            atomic_store(&s->n_tl_caps, n + 1);
-        }
-    }
-    pthread_mutex_unlock(&s->tl_caps_lock);
-    return declared;
 }
 
 /* HLL merge operator ------------------------------------------------------------ */

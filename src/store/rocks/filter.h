@@ -9,7 +9,6 @@ rocksdb_compactionfilterfactory_t *rocks_sub_filter_factory(rocks_store *s, int 
 /* Drops time-list entries expired for longer than the grace period, and the
  * index entries of sets of times that are gone (rocks_ztl.c). */
 rocksdb_compactionfilterfactory_t *rocks_tl_filter_factory(rocks_store *s);
-bool rocks_tlcap_declare(hr_store *store, hr_slice prefix, hr_slice suffix, size_t keep);
 rocksdb_mergeoperator_t *rocks_hll_merge_operator(void);
 
 #endif

@@ -54,7 +54,7 @@
  * EXPIRY. Reads compare expire_at with the spec's now_ms; hr_tltrim with
  * the batch's clock. The compaction filter (rocks/filter.c) drops entries
  * expired for more than its grace period, and the entries of a capped list
- * (hr_store_tlcap) past its cap.
+ * (HR_DECL_TL_CAP) past its cap.
  *
  * COLUMN FAMILY OPTIONS (tl_cf_options), chosen by measuring fan-out with
  * store_micro (docs/DESIGN.md, "Measured decisions"):

@@ -385,10 +385,12 @@ static int zscan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, 
     return zc_scan(x, key, m, reverse, min, max, after, visit, ctx);
 }
 
-int zs_remove_range(rx *x, hr_slice key, rmeta *m, bool reverse, double min, double max, size_t limit,
-                    uint64_t *removed) {
-    zcollect c = {.mem = &x->mem, .max = limit};
-    int rc = zscan(x, key, m, reverse, min, max, NULL, zs_collect, &c);
+/* Remove the members with min <= score <= max from the collection (key, m)
+ * and subtract them from m->size (the caller writes m); *removed is how
+ * many. */
+static int zs_remove_range(rx *x, hr_slice key, rmeta *m, double min, double max, uint64_t *removed) {
+    zcollect c = {.mem = &x->mem, .max = SIZE_MAX};
+    int rc = zscan(x, key, m, false, min, max, NULL, zs_collect, &c);
     for (size_t i = 0; rc == 0 && i < c.n; i++)
         rc = zdel(x, key, m, c.members[i], c.encs[i]);
     if (rc) return rc;
@@ -432,8 +434,11 @@ static int zset_write_score(rx *x, hr_op *op, bool increment) {
         memset(&m, 0, sizeof m);
         m.type = T_ZSET;
         m.version = rx_new_version(x);
-        /* rocks/zset_inline.c: small sets start inline; rocks/zset_times.c: sets of times */
-        m.zflags = zmem_all(x) ? ZF_MEM : op->time_set ? ZF_INLINE | ZF_TL : ZF_INLINE;
+        /* rocks/zset_inline.c: small sets start inline; rocks/zset_times.c:
+         * sets of times, those of a declared family (HR_DECL_TIME_SET) */
+        m.zflags = zmem_all(x)                                       ? ZF_MEM
+                   : rocks_declared(x->s, HR_DECL_TIME_SET, op->key) ? ZF_INLINE | ZF_TL
+                                                                     : ZF_INLINE;
     }
     if (m.size > 0 && (rc = zget(x, op->key, &m, op->member, &found, &old))) return rc;
     double score = op->score;
@@ -609,32 +614,8 @@ int op_zremrange_score(rx *x, hr_op *op) {
     uint64_t removed = 0;
     int rc = load_zset(x, op, &m, &exists);
     if (rc) return rc < 0 ? rc : 0;
-    if (exists && (rc = zs_remove_range(x, op->key, &m, false, op->min, op->max, SIZE_MAX, &removed)))
-        return rc;
+    if (exists && (rc = zs_remove_range(x, op->key, &m, op->min, op->max, &removed))) return rc;
     if (removed) put_or_delete(x, op->key, &m);
-    op->result.num = (int64_t)removed;
-    return 0;
-}
-
-int op_ztrim(rx *x, hr_op *op) {
-    rmeta m;
-    bool exists;
-    uint64_t removed = 0;
-    int rc = load_zset(x, op, &m, &exists);
-    if (rc) return rc < 0 ? rc : 0;
-    if (!exists || m.size <= op->keep) return 0;
-    if (op->keep == 0) {
-        /* Everything goes: one metadata delete, the compaction filter takes
-         * the sub-keys (their version no longer has a record). */
-        rx_del(x, CF_META, op->key);
-        op->result.num = (int64_t)m.size;
-        return 0;
-    }
-    /* Keeping the highest means removing from the low end, and vice versa. */
-    size_t excess = (size_t)(m.size - op->keep);
-    rc = zs_remove_range(x, op->key, &m, !op->keep_highest, -INFINITY, INFINITY, excess, &removed);
-    if (rc) return rc;
-    put_or_delete(x, op->key, &m);
     op->result.num = (int64_t)removed;
     return 0;
 }

@@ -19,7 +19,6 @@ int op_zscore(rx *x, hr_op *op);
 int op_zcard(rx *x, hr_op *op);
 int op_zrange(rx *x, hr_op *op);
 int op_zremrange_score(rx *x, hr_op *op);
-int op_ztrim(rx *x, hr_op *op);
 
 /* Sorted-set helpers shared with the exact distinct sets (rocks_ops.c). */
 /* Look up member of the collection (key, version): *found, and its encoded
@@ -50,7 +49,7 @@ typedef struct zcollect {
 } zcollect;
 bool zs_collect(void *ctx, uint64_t enc, hr_slice member);
 
-/* Sets of times (hr_zadd_time), whose order is kept with the time lists and
+/* Sets of times (HR_DECL_TIME_SET), whose order is kept with the time lists and
  * member records in CF_ZTLM (rocks_ztl.c): the same calls as zs_write,
  * zs_remove and zs_scan. */
 bool ztl_score_ok(double score); /* an integer with |score| <= 2^53 */
@@ -140,11 +139,6 @@ void zc_after_write(rx *x, bool ok, bool wrote, uint64_t stamp);
 #define ZC_FILL_MEMBERS 1024
 #define ZC_MAX_BYTES (256u << 10)
 #define ZC_BUDGET ((size_t)128 << 20)
-
-/* Remove up to limit entries of a scan from the collection (key, m) and
- * subtract them from m->size (the caller writes m); *removed is how many. */
-int zs_remove_range(rx *x, hr_slice key, rmeta *m, bool reverse, double min, double max, size_t limit,
-                    uint64_t *removed);
 
 /* Sorted sets kept in memory (rocks_zmem.c)                                 */
 

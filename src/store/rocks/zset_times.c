@@ -11,7 +11,7 @@
  * core/ratings.h) are such a set, written by every rating upsert. The time
  * lists' column family has a hashed memtable instead (rocks/timelist.c): an entry
  * goes into its own list's bucket, one or two misses. A set whose scores
- * are times (hr_zadd_time, store.h) therefore keeps its index entries
+ * are times (HR_DECL_TIME_SET, store.h) therefore keeps its index entries
  * there, as the entries of a time list: newest first, the order such a set
  * is read in. Its member records go to a column family of their own,
  * "timesetmembers", with a hashed memtable too (rocks/engine.c): in "timelists"
@@ -19,7 +19,8 @@
  * member, a miss, would read a block of every table holding any of the
  * set's keys.
  *
- * WHAT. A set made by hr_zadd_time carries ZF_TL from its creation, inline
+ * WHAT. A set of a family declared HR_DECL_TIME_SET carries ZF_TL from its
+ * creation (rocks/zset.c looks the declarations up then, once), inline
  * too; rocks/zset_inline.c spills it here. Its metadata is any set's, its member
  * records are laid out as any set's (in "timesetmembers", which the sub-key
  * compaction filter collects as it does "subkeys"). The index differs:

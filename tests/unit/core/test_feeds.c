@@ -468,7 +468,7 @@ static const char *stored_timeline(env *e, const char *who) {
     return out;
 }
 
-/* RocksDB cuts timelines itself (hr_store_tlcap): neither a post's fan-out
+/* RocksDB cuts timelines itself (HR_DECL_TL_CAP): neither a post's fan-out
  * nor a follow's backfill writes a trim, and a compaction leaves a timeline
  * its timeline_max (5) newest entries. */
 static void check_compaction_cuts_timelines(env *e) {

@@ -74,6 +74,23 @@ static void upsert_maintains_indexes(env *e) {
 }
 BOTH_STORES(ratings, run, upsert_maintains_indexes)
 
+/* A subject's record {NSrs/S} is declared a set of times (ratings.h), so
+ * RocksDB makes it one, which refuses a score that is not an integer;
+ * Redis keeps it as any sorted set. */
+static void subject_records_are_sets_of_times(env *e) {
+    char x[17], key[96];
+    story(e, 1, T0, x);
+    rate(e, "alice", x, 1, T0 + 1000);
+    snprintf(key, sizeof key, "{%srs/alice}", e->ns);
+    hr_batch *b = hr_batch_new();
+    size_t op = hr_zadd(b, hr_slice_str(key), 0.5, hr_slice_str("probe"));
+    cr_assert_eq(hr_store_exec(e->t.store, b, 0, NULL), HR_OK);
+    bool rocks = strcmp(hr_store_caps_of(e->t.store)->kind, "rocksdb") == 0;
+    cr_assert_eq(hr_batch_result(b, op)->rc, rocks ? HR_EINVAL : HR_OK);
+    hr_batch_free(b);
+}
+BOTH_STORES(ratings, run, subject_records_are_sets_of_times)
+
 static void latest_by_time_wins(env *e) {
     char x[17];
     story(e, 1, T0, x);

@@ -435,8 +435,10 @@ static void bulk_matches_adds(hr_store *s, const char *tag) {
  * Redis says it does not, so that callers trim. */
 STORE_TEST(tl, capped_lists_are_the_stores_to_cut_on_rocksdb_only) {
     bool rocks = strncmp(store_uri, "rocksdb:", 8) == 0;
-    cr_assert_eq(hr_store_tlcap(s, hr_slice_str("{u/"), hr_slice_str("}/tl"), 1000), rocks);
-    cr_assert_not(hr_store_tlcap(s, hr_slice_str("{u/"), hr_slice_str("}/tl"), 0), "keep 0 is refused");
+    hr_store_decl cap = {.kind = HR_DECL_TL_CAP, .prefix = M("{u/"), .suffix = M("}/tl"), .keep = 1000};
+    cr_assert_eq(hr_store_declare(s, &cap), rocks);
+    cap.keep = 0;
+    cr_assert_not(hr_store_declare(s, &cap), "keep 0 is refused");
 }
 
 STORE_TEST(tl, bulk_adds_read_as_adds) {

@@ -80,6 +80,10 @@ static void assert_sets_agree(hr_store *s, hr_slice z, hr_slice t, int stage) {
 
 STORE_TEST_MEM(zmodel, a_set_of_times_answers_as_a_sorted_set) {
     hr_slice z = K("plain"), t = K("times");
+    /* this test's keys that end in "times" are sets of times: RocksDB acts
+     * on that, Redis keeps them as any sorted set */
+    hr_store_decl times = {.kind = HR_DECL_TIME_SET, .prefix = M(prefix), .suffix = M("times")};
+    cr_assert_eq(hr_store_declare(s, &times), strncmp(store_uri, "rocksdb:", 8) == 0);
     hr_batch *b = hr_batch_new();
     /* Scores with ties and a few negatives, in batches: inline at first,
      * then past the inline limit (rocks/zset_inline.c), then moved and removed. */
@@ -87,7 +91,7 @@ STORE_TEST_MEM(zmodel, a_set_of_times_answers_as_a_sorted_set) {
         int64_t score = (i * 7919 % 40) * 1000 - (i % 13 == 0 ? 2500 : 0);
         if (i % 50 == 0) hr_batch_reset(b);
         hr_zadd(b, z, (double)score, Mf("m%03ld", i));
-        hr_zadd_time(b, t, score, Mf("m%03ld", i));
+        hr_zadd(b, t, (double)score, Mf("m%03ld", i));
         if (i % 50 == 49 || i == 9) {
             exec(s, b);
             for (size_t j = 0; j < hr_batch_len(b); j += 2)
@@ -100,7 +104,7 @@ STORE_TEST_MEM(zmodel, a_set_of_times_answers_as_a_sorted_set) {
     hr_batch_reset(b);
     for (long i = 0; i < 300; i += 7) {
         hr_zadd(b, z, (double)(i * 100), Mf("m%03ld", i)); /* moved */
-        hr_zadd_time(b, t, i * 100, Mf("m%03ld", i));
+        hr_zadd(b, t, (double)(i * 100), Mf("m%03ld", i));
     }
     for (long i = 3; i < 300; i += 11) {
         hr_zrem(b, z, Mf("m%03ld", i));
@@ -110,14 +114,14 @@ STORE_TEST_MEM(zmodel, a_set_of_times_answers_as_a_sorted_set) {
     for (size_t j = 0; j < hr_batch_len(b); j += 2)
         cr_assert_eq(hr_batch_result(b, j + 1)->num, hr_batch_result(b, j)->num, "op %zu", j);
     assert_sets_agree(s, z, t, 3);
-    /* removals by score and trims from either end */
+    /* removals by score, in the middle and at either end */
     hr_batch_reset(b);
     hr_zremrange_score(b, z, 5000, 9000);
     hr_zremrange_score(b, t, 5000, 9000);
-    hr_ztrim(b, z, 200, true);
-    hr_ztrim(b, t, 200, true);
-    hr_ztrim(b, z, 150, false);
-    hr_ztrim(b, t, 150, false);
+    hr_zremrange_score(b, z, -INFINITY, 0);
+    hr_zremrange_score(b, t, -INFINITY, 0);
+    hr_zremrange_score(b, z, 33000, INFINITY);
+    hr_zremrange_score(b, t, 33000, INFINITY);
     exec(s, b);
     for (size_t j = 0; j < hr_batch_len(b); j += 2) {
         cr_assert_gt(hr_batch_result(b, j)->num, 0, "op %zu removed nothing: the test would prove little", j);

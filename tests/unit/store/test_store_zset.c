@@ -325,30 +325,6 @@ static void zadd_numbered(hr_store *s, hr_slice z, long n, const char *fmt) {
     hr_batch_free(b);
 }
 
-STORE_TEST_MEM(zset, ztrim_both_directions) {
-    hr_slice z = K("z");
-    zadd_numbered(s, z, 10, "m%ld");
-    hr_batch *b = hr_batch_new();
-    cr_assert_eq(ONE(s, hr_ztrim(B, z, 7, true))->num, 3, "keep the 7 highest");
-    hr_zrange_spec sp = hr_zrange_all(false, 100);
-    assert_members(ONE(s, hr_zrange(B, z, &sp)), "m3 m4 m5 m6 m7 m8 m9", false);
-    cr_assert_eq(ONE(s, hr_ztrim(B, z, 4, false))->num, 3, "keep the 4 lowest");
-    assert_members(ONE(s, hr_zrange(B, z, &sp)), "m3 m4 m5 m6", false);
-    cr_assert_eq(ONE(s, hr_ztrim(B, z, 10, true))->num, 0, "nothing past keep");
-    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, 4);
-    /* ties are cut by member order */
-    hr_batch_reset(b);
-    hr_zadd(b, K("tie"), 1, M("a"));
-    hr_zadd(b, K("tie"), 1, M("b"));
-    hr_zadd(b, K("tie"), 1, M("c"));
-    exec(s, b);
-    cr_assert_eq(ONE(s, hr_ztrim(B, K("tie"), 2, true))->num, 1);
-    assert_members(ONE(s, hr_zrange(B, K("tie"), &sp)), "b c", false);
-    cr_assert_eq(ONE(s, hr_ztrim(B, z, 0, true))->num, 4, "keep none");
-    cr_assert_eq(ONE(s, hr_zcard(B, z))->num, 0);
-    hr_batch_free(b);
-}
-
 STORE_TEST_MEM(zset, zset_empty_disappears) {
     hr_slice z = K("z");
     ONE(s, hr_zadd(B, z, 1, M("only")));

@@ -36,21 +36,19 @@ Test(rocks_internals, compaction_reclaims_dead_subkeys) {
     /* every set bigger than an inline one (ZINLINE_MAX_ENTRIES), so that it has sub-keys */
     zadd_n("deleted", ZINLINE_MAX_ENTRIES + 100);
     zadd_n("overwritten", ZINLINE_MAX_ENTRIES + 50);
-    zadd_n("trimmed", ZINLINE_MAX_ENTRIES + 40);
     zadd_n("alive", ZINLINE_MAX_ENTRIES + 35);
     hr_distinct_params p = {.now_ms = now, .ttl_ms = 3600 * 1000, .exact_limit = 20};
     dadd_n("d", "u%ld", 60, p); /* 20 exact members, then converted to sketches */
     hr_batch *b = hr_batch_new();
     hr_del(b, hr_slice_str("deleted"));
     hr_put(b, hr_slice_str("overwritten"), hr_slice_str("a value now"), 0);
-    hr_ztrim(b, hr_slice_str("trimmed"), 0, true);
     /* expired for longer than the filter's grace period */
     hr_put(b, hr_slice_str("expired"), hr_slice_str("old"), now - 10 * 60 * 1000);
     exec(b);
     hr_batch_free(b);
 
     /* before compaction the garbage is still there */
-    cr_assert_geq(count_keys(CF_SUB, 0), 4 * ZINLINE_MAX_ENTRIES + 100 + 50 + 40 + 35);
+    cr_assert_geq(count_keys(CF_SUB, 0), 3 * ZINLINE_MAX_ENTRIES + 100 + 50 + 35);
     compact_all();
     cr_assert_eq(count_keys(CF_SUB, 0), ZINLINE_MAX_ENTRIES + 35, "only the live set's members remain");
     cr_assert_eq(count_keys(CF_ZINDEX, 0), ZINLINE_MAX_ENTRIES + 35);
@@ -280,8 +278,15 @@ static void tl_times(const char *list, char *out, size_t n) {
 static const char *const cap_lists[CAP_LISTS] = {"c/a/tl", "c/a/fd", "d/a/tl", "c/tl"};
 static const char *const all_but_18 = "20 19 17 16 15 14 13 12 11 10 9 8 7 6 5 4 3 2 1";
 
+/* Declare a cap on the lists named prefix...suffix. */
+static bool cap(hr_slice prefix, const char *suffix, size_t keep) {
+    hr_store_decl d = {
+        .kind = HR_DECL_TL_CAP, .prefix = prefix, .suffix = hr_slice_str(suffix), .keep = keep};
+    return hr_store_declare(S, &d);
+}
+
 Test(rocks_internals, compaction_cuts_capped_time_lists_to_their_newest_entries) {
-    cr_assert(hr_store_tlcap(S, hr_slice_str("c/"), hr_slice_str("/tl"), 5));
+    cr_assert(cap(hr_slice_str("c/"), "/tl", 5));
     /* Times 1..20 in three tables, out of order (a table holds every third
      * time), on a capped list and three lists the cap does not match. Time
      * 18 expired an hour ago; time 19 of the capped list is removed. */
@@ -312,24 +317,24 @@ Test(rocks_internals, compaction_cuts_capped_time_lists_to_their_newest_entries)
     cr_assert_eq(count_keys(CF_TL, 0), 5 + 19 * (CAP_LISTS - 1), "cut entries are gone, not hidden");
 
     /* Declaring the cap again changes its keep for the compactions after. */
-    cr_assert(hr_store_tlcap(S, hr_slice_str("c/"), hr_slice_str("/tl"), 2));
+    cr_assert(cap(hr_slice_str("c/"), "/tl", 2));
     compact_all();
     tl_times("c/a/tl", got, sizeof got);
     cr_assert_str_eq(got, "20 17");
     tl_times("d/a/tl", got, sizeof got);
     cr_assert_str_eq(got, all_but_18);
 
-    /* Up to HR_TLCAP_MAX caps; affixes of up to HR_TLCAP_AFFIX_MAX bytes;
-     * keep at least 1. Refused: false, nothing declared. */
-    char affix[HR_TLCAP_AFFIX_MAX + 2];
+    /* Up to HR_DECL_MAX declarations; affixes of up to HR_DECL_AFFIX_MAX
+     * bytes; keep at least 1. Refused: false, nothing declared. */
+    char affix[HR_DECL_AFFIX_MAX + 2];
     memset(affix, 'x', sizeof affix - 1);
     affix[sizeof affix - 1] = '\0';
-    cr_assert_not(hr_store_tlcap(S, hr_slice_str(affix), hr_slice_str(""), 1), "prefix too long");
-    cr_assert_not(hr_store_tlcap(S, hr_slice_str(""), hr_slice_str(affix), 1), "suffix too long");
-    cr_assert_not(hr_store_tlcap(S, hr_slice_str("d/"), hr_slice_str(""), 0), "keep 0");
-    for (long i = 1; i < HR_TLCAP_MAX; i++)
-        cr_assert(hr_store_tlcap(S, str("e%ld/", i), hr_slice_str(""), 1), "cap %ld", i);
-    cr_assert_not(hr_store_tlcap(S, hr_slice_str("d/"), hr_slice_str(""), 1), "one cap too many");
+    cr_assert_not(cap(hr_slice_str(affix), "", 1), "prefix too long");
+    cr_assert_not(cap(hr_slice_str(""), affix, 1), "suffix too long");
+    cr_assert_not(cap(hr_slice_str("d/"), "", 0), "keep 0");
+    for (long i = 1; i < HR_DECL_MAX; i++)
+        cr_assert(cap(str("e%ld/", i), "", 1), "cap %ld", i);
+    cr_assert_not(cap(hr_slice_str("d/"), "", 1), "one declaration too many");
     compact_all();
     tl_times("d/a/tl", got, sizeof got);
     cr_assert_str_eq(got, all_but_18, "refused caps cut nothing");

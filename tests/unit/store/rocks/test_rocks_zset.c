@@ -146,11 +146,19 @@ Test(rocks_internals, a_set_in_memory_keeps_every_committed_score_through_a_cras
     cr_assert_eq(one_num(build_zcard, "rank"), 1100);
 }
 
+/* Declare the sorted sets named prefix...suffix sets of times. */
+static void declare_times(const char *prefix, const char *suffix) {
+    hr_store_decl d = {
+        .kind = HR_DECL_TIME_SET, .prefix = hr_slice_str(prefix), .suffix = hr_slice_str(suffix)};
+    cr_assert(hr_store_declare(S, &d));
+}
+
 Test(rocks_internals, a_set_of_times_keeps_its_order_with_the_time_lists) {
     const long n = 40; /* past ZTL_INLINE_MAX_ENTRIES: out of line */
+    declare_times("times", "");
     hr_batch *b = hr_batch_new();
     for (long i = 0; i < n; i++)
-        hr_zadd_time(b, hr_slice_str("times"), 1000 + i, str("m%ld", i));
+        hr_zadd(b, hr_slice_str("times"), (double)(1000 + i), str("m%ld", i));
     exec(b);
     rmeta m = meta_of("times");
     cr_assert_eq(m.zflags, ZF_TL, "flags %d", m.zflags);
@@ -161,7 +169,7 @@ Test(rocks_internals, a_set_of_times_keeps_its_order_with_the_time_lists) {
 
     /* a move deletes the old entry; a removal both keys */
     hr_batch_reset(b);
-    hr_zadd_time(b, hr_slice_str("times"), 5, hr_slice_str("m7"));
+    hr_zadd(b, hr_slice_str("times"), 5, hr_slice_str("m7"));
     hr_zrem(b, hr_slice_str("times"), hr_slice_str("m8"));
     exec(b);
     cr_assert_eq(count_keys(CF_TL, 0), n - 1);
@@ -186,20 +194,40 @@ Test(rocks_internals, a_set_of_times_keeps_its_order_with_the_time_lists) {
     cr_assert_eq(count_keys(CF_ZTLM, 0), n - 1);
     hr_batch_reset(b);
     hr_del(b, hr_slice_str("times"));
-    hr_zadd_time(b, hr_slice_str("times2"), 1, hr_slice_str("kept"));
+    hr_zadd(b, hr_slice_str("times2"), 1, hr_slice_str("kept"));
     for (long i = 0; i < ZTL_INLINE_MAX_ENTRIES; i++)
-        hr_zadd_time(b, hr_slice_str("times2"), 2 + i, str("m%ld", i));
+        hr_zadd(b, hr_slice_str("times2"), (double)(2 + i), str("m%ld", i));
     exec(b);
     compact_all();
     cr_assert_eq(count_keys(CF_TL, 0), ZTL_INLINE_MAX_ENTRIES + 1, "only the live set's entries remain");
     cr_assert_eq(count_keys(CF_ZTLM, 0), ZTL_INLINE_MAX_ENTRIES + 1, "and its member records");
 
-    /* a set made by hr_zadd stays as it is */
+    /* a set made before its family was declared stays as it was made */
     zadd_n("plain", 20);
+    declare_times("plain", "");
     hr_batch_reset(b);
-    hr_zadd_time(b, hr_slice_str("plain"), 77, hr_slice_str("late"));
+    hr_zadd(b, hr_slice_str("plain"), 77, hr_slice_str("late"));
     exec(b);
     cr_assert_eq(meta_of("plain").zflags & ZF_TL, 0);
+    hr_batch_free(b);
+}
+
+Test(rocks_internals, sets_of_times_are_the_declared_families_sorted_sets) {
+    declare_times("{r/", "}");
+    /* a cap declares time lists: the sorted sets of its family stay plain */
+    hr_store_decl cap = {
+        .kind = HR_DECL_TL_CAP, .prefix = hr_slice_str("{q/"), .suffix = hr_slice_str("}"), .keep = 3};
+    cr_assert(hr_store_declare(S, &cap));
+    static const char *const sets[] = {"{r/a}", "{r/}", "{r/a}x", "x{r/a}", "{q/a}", "{r}"};
+    static const bool times[] = {true, true, false, false, false, false};
+    hr_batch *b = hr_batch_new();
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        hr_zadd(b, hr_slice_str(sets[i]), 1, hr_slice_str("m"));
+    hr_zincr(b, hr_slice_str("{r/incr}"), 2, hr_slice_str("m")); /* any op that makes a set */
+    exec(b);
+    for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)
+        cr_assert_eq((meta_of(sets[i]).zflags & ZF_TL) != 0, times[i], "%s", sets[i]);
+    cr_assert(meta_of("{r/incr}").zflags & ZF_TL);
     hr_batch_free(b);
 }
 
