@@ -1,8 +1,6 @@
 /* rocks/memory.c — the memory budget shared out, and the URI's tuning. */
 #include "store/rocks/memory.h"
 
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "store/rocks/cache.h"
