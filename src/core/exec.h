@@ -24,7 +24,12 @@ int hr_core_exec(hr_store *s, hr_batch *b, unsigned flags, const char *what, hr_
  * answered: a crash between the two leaves b's writes without the last
  * one, which the next attempt (the client's retry, the fan-out job) finds
  * and completes, so callers make b's writes idempotent. Either way b's
- * results are read from b afterwards, at the indexes its ops returned. */
+ * results are read from b afterwards, at the indexes its ops returned.
+ *
+ * A compare-and-set in b that lost (a guard that did not hold, store.h
+ * hr_zguard) ends the change there, on every store: last's writes are not
+ * made, the call answers HR_ECONFLICT, and the guards' results say what
+ * they found, for the caller to decide again. */
 int hr_core_write_last(hr_store *s, hr_batch *b, void (*last)(hr_batch *, void *), void *ctx,
                        const char *what, hr_err *err);
 

@@ -61,7 +61,8 @@ size_t hr_lease_drop_op(hr_lease *l, hr_batch *b, hr_slice key) {
     return hr_del_if_equal(b, key, hr_slice_str(l->token));
 }
 
-void hr_lease_dropped(const hr_batch *b, size_t op, int rc, const hr_err *err, hr_slice key) {
+/* Log what went wrong with a return (hr_lease_drop). */
+static void dropped(const hr_batch *b, size_t op, int rc, const hr_err *err, hr_slice key) {
     const hr_result *r = rc == HR_OK ? hr_batch_result(b, op) : NULL;
     const char *failed = r == NULL ? err->msg : r->rc != HR_OK ? hr_strerror(r->rc) : NULL;
     if (failed)
@@ -78,6 +79,6 @@ void hr_lease_drop(hr_lease *l, hr_store *s, hr_slice key) {
     size_t op = hr_lease_drop_op(l, b, key);
     hr_err err = {0};
     int rc = hr_store_exec(s, b, 0, &err);
-    hr_lease_dropped(b, op, rc, &err, key);
+    dropped(b, op, rc, &err, key);
     hr_batch_free(b);
 }

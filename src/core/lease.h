@@ -72,10 +72,7 @@ void hr_lease_drop(hr_lease *l, hr_store *s, hr_slice key);
 
 /* Add the return of the held lease named key to batch b, for a caller whose
  * last writes share its hash slot (they run in order before it); returns
- * the op's index. The lease is no longer held. After the batch ran (rc,
- * err: what hr_store_exec answered), hr_lease_dropped logs what
- * hr_lease_drop would have. */
+ * the op's index. The lease is no longer held. */
 size_t hr_lease_drop_op(hr_lease *l, hr_batch *b, hr_slice key);
-void hr_lease_dropped(const hr_batch *b, size_t op, int rc, const hr_err *err, hr_slice key);
 
 #endif

@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "common/alloc.h"
+#include "core/exec.h"
 #include "core/lease.h"
 #include "core/ratings_internal.h"
 
@@ -68,6 +69,11 @@ int hr_ratings_unstamp(double st, hr_slice s, hr_slice o, hr_arena *a, hr_rating
 
 /* ---- Upsert ----------------------------------------------------------------- */
 
+/* A vote's tries at a compare-and-set of the sum before it increments
+ * instead, and its tries in all (upsert_write). */
+#define VOTE_CAS_TRIES 2
+#define VOTE_TRIES 4
+
 static pthread_mutex_t *lock_of(hr_ratings *r, hr_slice s, hr_slice o) {
     uint64_t h = XXH3_64bits(s.ptr, s.len) * 31 + XXH3_64bits(o.ptr, o.len);
     return &r->locks[h & (LOCK_STRIPES - 1)];
@@ -87,8 +93,10 @@ typedef struct upsert {
     size_t rated; /* how many ratings the subject has */
     bool noted;   /* Redis Cluster: the story's note of the subject's vote (stories.h): noted_st */
     int64_t noted_st;
-    int held;    /* the subject's score that the story's sum holds */
-    bool atomic; /* the store's batches are atomic (RocksDB): no notes */
+    int held;        /* the subject's score that the story's sum holds */
+    bool atomic;     /* the store's batches are atomic (RocksDB): no notes */
+    hr_lease *lease; /* on a shared store: held from round trip 1 on */
+    hr_slice lease_key;
     hr_buf k, m;
 } upsert;
 
@@ -146,31 +154,34 @@ static int upsert_read(upsert *u, hr_batch *b, hr_lease *lease, hr_slice lk, hr_
     return u->atomic ? HR_OK : note_result(u, hr_batch_result(b, note_op), err);
 }
 
-/* Read the note again (a compare-and-set found it changed since round
- * trip 1: that read raced the lease's take). */
-static int upsert_reread_note(upsert *u, hr_batch *b, hr_err *err) {
-    hr_batch_reset(b);
-    size_t op = hr_stories_vote_note_op(u->r->stories, b, u->object, u->subject);
-    int rc = hr_store_exec(u->r->store, b, 0, err);
-    if (rc != HR_OK) return rc;
-    if ((rc = note_result(u, hr_batch_result(b, op), err)) != HR_OK) return rc;
-    upsert_decide(u);
-    return HR_OK;
+/* The subject's record {rs/S}, the write that comes last
+ * (hr_core_write_last), and on a shared store the lease's return after it
+ * (same slot: in order). */
+static void add_record(hr_batch *b, void *ctx) {
+    upsert *u = ctx;
+    hr_zadd(b, subject_key(&u->k, u->r, u->subject), (double)u->st, u->object);
+    if (u->lease) hr_lease_drop_op(u->lease, b, u->lease_key);
 }
 
-/* Round trip 2: the story's list and the list of all (the old entries go
- * with blind deletes at their stamps, the new one comes with a blind
- * write), the seen set, and the vote. On RocksDB the subject's record goes
- * in the same atomic WriteBatch. On Redis Cluster the vote's script writes
- * the note with the sum, and always runs (a delta of 0 too), so that the
- * note follows every upsert; the record comes after (upsert_finish).
+/* Round trip 2, and on Redis Cluster 3: the story's list and the list of
+ * all (the old entries go with blind deletes at their stamps, the new one
+ * comes with a blind write), the seen set, the vote, and the subject's
+ * record last (hr_core_write_last). The vote always runs on Redis Cluster
+ * (a delta of 0 too), so that its note follows every upsert. A vote that
+ * loses its compare-and-set writes again from what its guards found: the
+ * sum (another subject's vote came in between: after VOTE_CAS_TRIES, an
+ * increment instead, which cannot lose) or the note (round trip 1's read
+ * raced another server's upsert of the pair, whose lease is held by now).
  * *sum: the story's sum afterwards; *settled: whether the hot score
  * followed it. */
 static int upsert_write(upsert *u, hr_batch *b, hr_err *err, int64_t *sum, bool *settled) {
     hr_ratings *r = u->r;
-    int64_t delta = u->score - u->held;
-    int rc = HR_OK;
+    int64_t known = u->story.score;
+    hr_voter voter = {
+        .id = u->subject, .stamp = (double)u->st, .noted = u->noted ? (double)u->noted_st : NAN};
+    bool cas = true;
     for (int tries = 0;; tries++) {
+        int64_t delta = u->score - u->held;
         hr_batch_reset(b);
         /* Each key into u->k is used before the next one is made. The
          * new entries are written even when the record holds them already:
@@ -186,42 +197,25 @@ static int upsert_write(upsert *u, hr_batch *b, hr_err *err, int64_t *sum, bool 
         uint64_t id64;
         if (!u->had && u->rated + 1 >= r->seen_min && id_u64(u->object, &id64)) /* see hr_ratings_unseen */
             hr_pset_add(b, seen_key(&u->k, r, u->subject), id64, 0);
-        hr_vote vote = {0};
-        hr_voter voter = {
-            .id = u->subject, .stamp = (double)u->st, .noted = u->noted ? (double)u->noted_st : NAN};
         bool voting = delta || !u->atomic;
+        hr_vote vote = {0};
         if (voting)
-            vote = hr_stories_vote_ops(r->stories, b, u->object, u->story.time_ms, u->story.score, delta,
-                                       &voter);
-        if (u->atomic) hr_zadd(b, subject_key(&u->k, r, u->subject), (double)u->st, u->object);
-        rc = hr_store_exec(r->store, b, 0, err);
-        if (rc != HR_OK) return rc;
-        if (voting && hr_batch_result(b, vote.op)->rc == HR_ECONFLICT && tries < 2) {
-            /* The note changed since round trip 1 read it: read it again
-             * (the lease is held now) and write again. */
-            if ((rc = upsert_reread_note(u, b, err)) != HR_OK) return rc;
-            delta = u->score - u->held;
+            vote = hr_stories_vote_ops(r->stories, b, u->object, u->story.time_ms, known, delta, &voter,
+                                       cas && tries < VOTE_CAS_TRIES);
+        int rc = hr_core_write_last(r->store, b, add_record, u, "rating", err);
+        if (rc == HR_ECONFLICT && voting && tries < VOTE_TRIES) {
+            hr_err_clear(err);
+            cas = hr_stories_vote_lost(&vote, b, &known, &voter);
+            u->noted = !isnan(voter.noted);
+            u->noted_st = u->noted ? (int64_t)voter.noted : 0;
+            upsert_decide(u);
             continue;
         }
-        for (size_t i = 0; i < hr_batch_len(b); i++)
-            if (hr_batch_result(b, i)->rc != HR_OK) return op_error(hr_batch_result(b, i), err, "rating");
-        *sum = voting ? (int64_t)llround(hr_batch_result(b, vote.op)->score) : u->story.score;
-        *settled = !voting || hr_stories_vote_settled(&vote, *sum);
+        if (rc != HR_OK) return rc;
+        *sum = voting ? hr_stories_vote_sum(&vote, b) : u->story.score;
+        *settled = !voting || vote.cas;
         return HR_OK;
     }
-}
-
-/* Round trip 3 on Redis Cluster: the subject's record, last, and the
- * lease's return after it (same slot: in order). */
-static int upsert_finish(upsert *u, hr_batch *b, hr_lease *lease, hr_slice lk, hr_err *err) {
-    hr_batch_reset(b);
-    size_t rating_op = hr_zadd(b, subject_key(&u->k, u->r, u->subject), (double)u->st, u->object);
-    size_t drop_op = lease ? hr_lease_drop_op(lease, b, lk) : 0;
-    int rc = hr_store_exec(u->r->store, b, 0, err);
-    if (lease) hr_lease_dropped(b, drop_op, rc, err, lk);
-    const hr_result *res = hr_batch_result(b, rating_op);
-    if (rc == HR_OK && res->rc != HR_OK) rc = op_error(res, err, "rating");
-    return rc;
 }
 
 /* Round trips 1 to 3 (ratings.h: "Crash consistency" says why the record
@@ -257,6 +251,8 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
         lease_key(&lk, r, subject, object);
         held = &lease;
     }
+    u.lease = held;
+    u.lease_key = hr_buf_slice(&lk);
     pthread_mutex_t *lock = lock_of(r, subject, object);
     pthread_mutex_lock(lock);
 
@@ -266,7 +262,6 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
     int64_t sum = u.story.score;
     bool settled = true;
     if (apply) rc = upsert_write(&u, b, err, &sum, &settled);
-    if (apply && rc == HR_OK && !u.atomic) rc = upsert_finish(&u, b, held, hr_buf_slice(&lk), err);
     /* Every write has been answered: the next holder reads them all. */
     if (held) hr_lease_drop(held, r->store, hr_buf_slice(&lk));
     pthread_mutex_unlock(lock);

@@ -89,57 +89,61 @@
  * of the pair (the client's retry, or any later rating) repair whatever a
  * killed one left:
  *   - the subject's record {rs/S}, where the next upsert reads the old
- *     rating, is written last, in a batch of its own (round trip 3, with
- *     the lease's return in its slot), after the lists, the seen set and
- *     the vote; every upsert writes the lists' new entries, even at an
- *     unchanged stamp (a killed one may have moved them), and they and the
- *     seen set are blind, idempotent writes;
- *   - the vote's script notes the subject's stamp with the sum, in one step
+ *     rating, is written last (hr_core_write_last: a batch of its own,
+ *     round trip 3, with the lease's return in its slot), after the lists,
+ *     the seen set and the vote; every upsert writes the lists' new
+ *     entries, even at an unchanged stamp (a killed one may have moved
+ *     them), and they and the seen set are blind, idempotent writes;
+ *   - the vote notes the subject's stamp with the sum, in one step
  *     ({NSrank/K}/votes/ID, core/stories.h), on every upsert, a delta of 0
  *     too. The note, not the record, says which score of the subject the
  *     sum holds: the delta is taken from it, so a vote whose record a
  *     crash cut off is neither added twice nor kept alongside the next one.
- * The note is read in round trip 1 in another slot than the lease's, so
- * the read can reach its node before another server's upsert of the pair
- * while the lease's take reaches its own after it: the vote is a
- * compare-and-set on the note read (hr_zincr_note), and one that finds the
- * note changed reads it again (the lease is held by then) and writes again.
- * Until the next upsert, a killed one can leave the sum and the lists
- * showing its rating while GET shows the old one. The hot score is written
- * in the vote's step when the sum is the one guessed, else settled after
- * it (hr_stories_settle_hot): a server killed in between leaves it stale
- * until the story's next vote. test_ratings.c kills an
- * upsert in every subset of every round trip's ops (upsert_after_a_crash)
- * and runs the race (stale_note_is_read_again). The price on Redis: one
- * note per rated pair (a sorted-set member in the story's ranking slot,
- * about 40 bytes) and a vote script on every upsert, in the round trips it
- * already makes: about 5 % fewer upserts a second (BENCHMARKS.md).
+ * The vote is a compare-and-set (store.h, hr_zguard): its step runs only
+ * if the note is the one round trip 1 read and the sum the one it read,
+ * and writes the note, the sum and the hot score of that sum. The note is
+ * read in another slot than the lease's, so the read can reach its node
+ * before another server's upsert of the pair while the lease's take
+ * reaches its own after it; and another subject's vote of the story may
+ * come between the read of the sum and the vote. Either way the guard
+ * does not hold, nothing of the step or the record is written, and the
+ * upsert decides again from what the guards found (no read again). After
+ * VOTE_CAS_TRIES lost sums (a storm of votes on one story) the vote is an
+ * increment, which cannot lose, and the hot score is settled after it
+ * (hr_stories_settle_hot): a server killed in between leaves it stale
+ * until the story's next vote. Until the next upsert, a killed one can
+ * leave the sum and the lists showing its rating while GET shows the old
+ * one. test_ratings.c kills an upsert in every subset of every round
+ * trip's parts (upsert_after_a_crash) and runs the race
+ * (stale_note_is_read_again). The price on Redis: one note per rated pair
+ * (a sorted-set member in the story's ranking slot, about 40 bytes) and a
+ * step script on every upsert, in the round trips it already makes.
  * All servers sharing a cluster must run this version: an older one moves
  * the sum without the note. A killed server's lease delays a retry of the
  * same rating by up to HR_LEASE_MS.
  *
  * Cost in store round trips (one batch each):
- *   put          2 (read the rating and the story; write the indexes, the
- *                sum and the hot score of the sum expected from the first
- *                read: on Redis Cluster one script, hr_zincr_with), + 1 to
- *                settle the hot score when another vote of the story came
- *                in between (rarely more: core/stories.h
- *                hr_stories_settle_hot). In store ops, a
+ *   put          2 (read the rating and the story; write the indexes and
+ *                the vote: the sum and its hot score set if the sum is
+ *                still the one read, hr_zguard), + 1 more of the second
+ *                when another vote of the story came in between (after
+ *                two such, an increment and the hot score settled apart,
+ *                core/stories.h hr_stories_settle_hot). In store ops, a
  *                new rating that changes the sum: zscore, zcard, get and
- *                zscore of top; zadd {rs/S}, tladd x2, zincr of top, zadd
- *                of hot. RocksDB: 7 memtable writes (3 for {rs/S}: member
+ *                zscore of top; zadd {rs/S}, tladd x2, the guard, zadd of
+ *                top, zadd of hot. RocksDB: 7 memtable writes (3 for {rs/S}: member
  *                record and index entry, both into hashed memtables
  *                (store/rocks/zset_times.c), and size; 1 for each list; the top
  *                and hot member records, appends to a vector memtable as
  *                the rankings are kept in memory, store/rocks/zset_memory.c)
- *                and 2 point reads of the member record, in 2 batches;
- *                was 11 writes, 4 member reads, 3 batches with the lists
- *                as sorted sets and hot settled apart. Redis Cluster: 3
+ *                and 2 point reads of the member record, in 2 batches
+ *                (the lists as sorted sets and hot settled apart cost 11
+ *                writes, 4 member reads, 3 batches). Redis Cluster: 3
  *                batches: the first also takes the lease and reads the
- *                note, the vote's script writes the note, and the third
- *                writes the subject's record and gives the lease back
- *                (crash consistency, above); 4 when the note read raced
- *                another server's upsert
+ *                note, the vote's step script writes the note, and the
+ *                third writes the subject's record and gives the lease
+ *                back (crash consistency, above); one more when the note
+ *                read raced another server's upsert
  *   get          1
  *   by_subject   1: a range read
  *   by_object    1 (the range read and the story's existence together)

@@ -420,28 +420,40 @@ static hr_slice votes_key(hr_buf *k, const hr_stories *s, hr_slice id) {
 }
 
 hr_vote hr_stories_vote_ops(const hr_stories *s, hr_batch *b, hr_slice id, int64_t time_ms, int64_t known_sum,
-                            int64_t delta, const hr_voter *voter) {
-    hr_vote v = {.guess = known_sum + delta};
-    double hot = hr_rank_hot(v.guess, time_ms);
-    hr_buf k = HR_BUF_INIT, hk = HR_BUF_INIT, vk = HR_BUF_INIT;
-    rank_key(&hk, s, HR_RANK_HOT, id);
-    if (hr_store_caps_of(s->store)->atomic_batches) {
-        /* The whole batch is one atomic step: the hot score goes with it. */
-        v.op = hr_stories_vote_op(s, b, id, delta);
-        hr_zadd(b, hr_buf_slice(&hk), hot, id);
+                            int64_t delta, const hr_voter *voter, bool cas) {
+    hr_vote v = {.cas = cas, .guess = known_sum + delta, .guards = hr_batch_len(b)};
+    hr_buf k = HR_BUF_INIT, vk = HR_BUF_INIT;
+    /* Notes where a crash can cut a change short: see stories.h. */
+    v.has_note = !hr_store_caps_of(s->store)->atomic_batches;
+    v.has_guard = cas;
+    if (v.has_note) hr_zguard(b, votes_key(&vk, s, id), voter->id, voter->noted);
+    if (cas) hr_zguard(b, rank_key(&k, s, HR_RANK_TOP, id), id, (double)known_sum);
+    if (v.has_note) hr_zadd(b, votes_key(&vk, s, id), voter->stamp, voter->id);
+    if (cas) {
+        v.op = hr_zadd(b, rank_key(&k, s, HR_RANK_TOP, id), (double)v.guess, id);
+        hr_zadd(b, rank_key(&k, s, HR_RANK_HOT, id), hr_rank_hot(v.guess, time_ms), id);
     } else {
-        /* The batch is not (Redis Cluster), but its vote is: the hot score
-         * is written in the same step, if the sum is the one guessed, and
-         * so is the vote's note. */
-        hr_zincr_note note = {
-            .key = votes_key(&vk, s, id), .member = voter->id, .score = voter->stamp, .was = voter->noted};
-        v.op = hr_zincr_with(b, rank_key(&k, s, HR_RANK_TOP, id), (double)delta, id, hr_buf_slice(&hk), hot,
-                             (double)v.guess, &note);
+        v.op = hr_stories_vote_op(s, b, id, delta);
     }
     hr_buf_free(&k);
-    hr_buf_free(&hk);
     hr_buf_free(&vk);
     return v;
+}
+
+bool hr_stories_vote_lost(const hr_vote *v, const hr_batch *b, int64_t *known_sum, hr_voter *voter) {
+    size_t g = v->guards;
+    if (v->has_note) {
+        const hr_result *r = hr_batch_result(b, g++);
+        if (r->rc == HR_OK || r->rc == HR_ENOTFOUND) voter->noted = r->rc == HR_OK ? r->score : NAN;
+    }
+    if (!v->has_guard) return true;
+    const hr_result *r = hr_batch_result(b, g);
+    if (r->rc == HR_OK) *known_sum = (int64_t)llround(r->score);
+    return r->rc != HR_ENOTFOUND;
+}
+
+int64_t hr_stories_vote_sum(const hr_vote *v, const hr_batch *b) {
+    return v->cas ? v->guess : (int64_t)llround(hr_batch_result(b, v->op)->score);
 }
 
 size_t hr_stories_vote_note_op(const hr_stories *s, hr_batch *b, hr_slice id, hr_slice voter) {
@@ -465,12 +477,9 @@ size_t hr_stories_vote_note_op(const hr_stories *s, hr_batch *b, hr_slice id, hr
  * off until the next vote of that story settles it. f must depend only on
  * the sum and the story's time, which never changes.
  *
- * A vote from hr_stories_vote_ops that answered guess and wrote hot =
- * f(guess) is a round too: its increment, its read of the sum (the
- * increment's answer) and its write of hot are one atomic step (the whole
- * batch on RocksDB, hr_zincr_with on Redis Cluster, which writes hot only
- * when the sum is guess). It is a round that stopped, and its writer skips
- * settle_hot; otherwise the writer runs rounds as above. */
+ * A vote of hr_stories_vote_ops with cas is a round that stopped: it read
+ * the sum (its guard) and wrote hot = f(the sum it wrote) in one atomic
+ * step. Its writer skips settle_hot; one without cas runs rounds as above. */
 int hr_stories_settle_hot(hr_stories *s, hr_slice id, int64_t time_ms, int64_t sum, hr_err *err) {
     hr_buf top = HR_BUF_INIT, hot = HR_BUF_INIT;
     rank_key(&top, s, HR_RANK_TOP, id);

@@ -218,12 +218,6 @@ int hr_stories_fill_result(const hr_batch *b, size_t first, hr_slice id, hr_aren
  * new sum. */
 size_t hr_stories_vote_op(const hr_stories *s, hr_batch *b, hr_slice id, int64_t delta);
 
-/* A vote as hr_stories_vote_ops added it to a batch. */
-typedef struct hr_vote {
-    size_t op;     /* the increment: its result's score is the new sum */
-    int64_t guess; /* the sum the hot score written with it is of */
-} hr_vote;
-
 /* Which vote a change of a sum is: the voter's id, the stamp of the vote
  * (a rating's, core/ratings.c), and the stamp the voter's note holds as
  * the caller read it (NAN: none). */
@@ -233,31 +227,47 @@ typedef struct hr_voter {
     double noted;
 } hr_voter;
 
-/* Add to b the vote's change of story id's sum (as hr_stories_vote_op) and
- * the hot score of the sum it expects: known_sum (read before) + delta, in
- * one atomic step with the increment (on Redis Cluster through
- * hr_zincr_with, which writes it only when the sum is that one). When the
- * batch then answers that sum, the hot score is settled
- * (hr_stories_vote_settled) and hr_stories_settle_hot is not needed: one
- * batch instead of two per vote, on both stores.
+/* A vote as hr_stories_vote_ops added it to a batch. */
+typedef struct hr_vote {
+    size_t op;      /* the sum's write */
+    bool cas;       /* the sum is set to guess, with the hot score of it */
+    int64_t guess;  /* with cas: the sum written */
+    size_t guards;  /* the index of the first guard: the note's, then the sum's */
+    bool has_note;  /* a guard of the voter's note comes first */
+    bool has_guard; /* the sum's guard follows (with cas) */
+} hr_vote;
+
+/* Add to b, at its end, the vote's change of story id's sum by delta, as
+ * one step (store.h, hr_zguard), and return it. With cas, a compare-and-set
+ * of the sum read before (known_sum): the sum is set to known_sum + delta
+ * and the hot score to the one of that sum, if the sum is still known_sum;
+ * the hot score is then settled with the vote, one batch instead of two.
+ * Without cas, an increment, which never loses to another vote: the hot
+ * score is then the caller's to settle (hr_stories_settle_hot).
  *
  * On a store whose batches are not atomic (Redis Cluster) the voter's
- * stamp is noted in the same step ({NSrank/K}/votes/ID, hr_zincr_note):
- * whatever else a crash leaves undone, the note says which of the voter's
- * votes the sum holds (core/ratings.c reads it with
- * hr_stories_vote_note_op). The step runs only if the note is still
- * voter->noted; else the vote's result rc is HR_ECONFLICT and nothing is
- * written. The voter is not read on an atomic store (no notes there). */
+ * stamp is noted in the same step ({NSrank/K}/votes/ID), if the note is
+ * still voter->noted: whatever else a crash leaves undone, the note says
+ * which of the voter's votes the sum holds (core/ratings.c reads it with
+ * hr_stories_vote_note_op). The voter is not read on an atomic store (no
+ * notes there).
+ *
+ * When a guard does not hold, nothing of the step is written and the
+ * batch's ops from the step on answer HR_ECONFLICT: hr_stories_vote_lost
+ * says what the guards found. */
 hr_vote hr_stories_vote_ops(const hr_stories *s, hr_batch *b, hr_slice id, int64_t time_ms, int64_t known_sum,
-                            int64_t delta, const hr_voter *voter);
+                            int64_t delta, const hr_voter *voter, bool cas);
+/* After a vote's batch that lost: the sum (*known_sum) and the voter's note
+ * (voter->noted) as its guards found them, where they ran. False when the
+ * sum cannot be compared (the story has none in the ranking): vote
+ * without cas then. */
+bool hr_stories_vote_lost(const hr_vote *v, const hr_batch *b, int64_t *known_sum, hr_voter *voter);
+/* The sum after a vote's batch that ran. */
+int64_t hr_stories_vote_sum(const hr_vote *v, const hr_batch *b);
 /* On a store whose batches are not atomic: add to b the read of voter's
  * note on story id (hr_zscore: the stamp, or HR_ENOTFOUND when the sum
  * holds no vote of the voter's noted there); returns the op's index. */
 size_t hr_stories_vote_note_op(const hr_stories *s, hr_batch *b, hr_slice id, hr_slice voter);
-/* Whether the vote's batch, which answered `sum`, left the hot score right. */
-static inline bool hr_stories_vote_settled(const hr_vote *v, int64_t sum) {
-    return sum == v->guess;
-}
 
 /* Make the hot score of story id (submitted at time_ms) follow its sum,
  * after an hr_zincr of top answered `sum`. Writes hot = f(sum) and re-reads

@@ -96,16 +96,13 @@ extern const hr_store_backend hr_redis_backend;
 typedef struct hr_op {
     hr_op_type type;
     hr_slice key;
-    hr_slice member;      /* ZADD ZREM ZSCORE DADD TLADD TLREM; QCLAIM consumer; QACK id */
-    hr_slice value;       /* PUT; QPUSH payload */
-    int64_t expire_at_ms; /* PUT EXPIRE PSET_ADD TLADD */
-    int64_t time_ms;      /* TLADD TLREM: the entry's time; TLTRIM: older_than_ms */
-    int64_t delta;        /* INCR */
-    double score;         /* ZADD; ZINCR: the delta */
-    double min, max;      /* ZREMRANGE_SCORE; ZINCR_WITH: also_score, when_score (also_key: value) */
-    hr_slice note_key;    /* ZINCR_WITH: its hr_zincr_note (len 0: none) */
-    hr_slice note_member;
-    double note_score, note_was;
+    hr_slice member;             /* ZADD ZREM ZSCORE DADD TLADD TLREM; QCLAIM consumer; QACK id */
+    hr_slice value;              /* PUT; QPUSH payload */
+    int64_t expire_at_ms;        /* PUT EXPIRE PSET_ADD TLADD */
+    int64_t time_ms;             /* TLADD TLREM: the entry's time; TLTRIM: older_than_ms */
+    int64_t delta;               /* INCR */
+    double score;                /* ZADD; ZINCR: the delta; ZGUARD: was */
+    double min, max;             /* ZREMRANGE_SCORE */
     size_t keep;                 /* TLTRIM */
     hr_zrange_spec range;        /* ZRANGE (cursor_member points into the arena) */
     hr_tlrange_spec tlrange;     /* TLRANGE (likewise) */
@@ -117,6 +114,12 @@ typedef struct hr_op {
     int64_t lease_ms; /* QCLAIM */
     hr_result result;
 } hr_op;
+
+/* Whether a guard that ran held (store.h, hr_zguard): after one that did
+ * not, a backend runs none of the batch's ops and answers HR_ECONFLICT. */
+static inline bool hr_guard_held(const hr_op *op) {
+    return (op->result.rc == HR_OK || op->result.rc == HR_ENOTFOUND) && op->result.num == 1;
+}
 
 struct hr_batch {
     hr_op *ops;

@@ -130,19 +130,8 @@ size_t hr_zincr(hr_batch *b, hr_slice key, double delta, hr_slice member) {
     return last(b);
 }
 
-size_t hr_zincr_with(hr_batch *b, hr_slice key, double delta, hr_slice member, hr_slice also_key,
-                     double also_score, double when_score, const hr_zincr_note *note) {
-    hr_op *op = push_member(b, HR_OP_ZINCR_WITH, key, member);
-    op->score = delta;
-    op->value = hr_arena_copy(&b->arena, also_key);
-    op->min = also_score;
-    op->max = when_score;
-    if (note) {
-        op->note_key = hr_arena_copy(&b->arena, note->key);
-        op->note_member = hr_arena_copy(&b->arena, note->member);
-        op->note_score = note->score;
-        op->note_was = note->was;
-    }
+size_t hr_zguard(hr_batch *b, hr_slice key, hr_slice member, double was) {
+    push_member(b, HR_OP_ZGUARD, key, member)->score = was;
     return last(b);
 }
 

@@ -131,14 +131,7 @@ static int validate(const hr_op *op) {
     case HR_OP_DEL_IF_EQUAL: return op->value.len > HR_VALUE_MAX ? HR_ETOOBIG : HR_OK;
     case HR_OP_ZADD:
     case HR_OP_ZINCR: return isfinite(op->score) ? HR_OK : HR_EINVAL;
-    case HR_OP_ZINCR_WITH: {
-        bool note_ok = op->note_key.len == 0 || (op->note_key.len <= HR_KEY_MAX && op->note_member.len > 0 &&
-                                                 isfinite(op->note_score) && !isinf(op->note_was));
-        return isfinite(op->score) && isfinite(op->min) && !isnan(op->max) && op->value.len > 0 &&
-                       op->value.len <= HR_KEY_MAX && note_ok
-                   ? HR_OK
-                   : HR_EINVAL;
-    }
+    case HR_OP_ZGUARD: return isinf(op->score) ? HR_EINVAL : HR_OK; /* NAN: absent */
     case HR_OP_ZREMRANGE_SCORE: return isnan(op->min) || isnan(op->max) ? HR_EINVAL : HR_OK;
     case HR_OP_ZRANGE: {
         const hr_zrange_spec *sp = &op->range;
@@ -191,10 +184,6 @@ static void count_batch_writes(_Atomic uint64_t *counts, const hr_batch *b) {
         const hr_op *op = &b->ops[i];
         if (!hr_op_is_write(op->type)) continue;
         count_write(counts, op->key);
-        if (op->type == HR_OP_ZINCR_WITH) {
-            count_write(counts, op->value); /* also_key */
-            if (op->note_key.len) count_write(counts, op->note_key);
-        }
     }
 }
 
@@ -215,9 +204,12 @@ bool hr_store_stamp_holds(const hr_store *s, hr_stamp st) {
 int hr_store_exec(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
     if (b->executed) return hr_err_set(err, HR_EINVAL, "batch executed twice without reset");
     b->executed = true;
+    bool unguarded = false; /* an invalid guard guards nothing: what it guards is not run */
     for (size_t i = 0; i < b->len; i++) {
-        atomic_fetch_add_explicit(&op_totals[b->ops[i].type], 1, memory_order_relaxed);
-        b->ops[i].result.rc = validate(&b->ops[i]);
+        hr_op *op = &b->ops[i];
+        atomic_fetch_add_explicit(&op_totals[op->type], 1, memory_order_relaxed);
+        op->result.rc = unguarded ? HR_EINVAL : validate(op);
+        unguarded = unguarded || (op->type == HR_OP_ZGUARD && op->result.rc != HR_OK);
     }
     atomic_fetch_add_explicit(&batches_total, 1, memory_order_relaxed);
     if (b->len == 0) return HR_OK;
@@ -266,8 +258,7 @@ bool hr_op_is_write(hr_op_type t) {
     case HR_OP_QCLAIM:
     case HR_OP_QACK:
     case HR_OP_PUT_IF_MISSING:
-    case HR_OP_DEL_IF_EQUAL:
-    case HR_OP_ZINCR_WITH: return true;
+    case HR_OP_DEL_IF_EQUAL: return true;
     default: return false;
     }
 }

@@ -202,7 +202,7 @@ typedef enum {
     X(TLADD, "tladd") X(TLREM, "tlrem") X(TLRANGE, "tlrange") X(TLTRIM, "tltrim")       \
     X(QPUSH, "qpush") X(QCLAIM, "qclaim") X(QACK, "qack") X(QINFO, "qinfo")             \
     X(PUT_IF_MISSING, "put_if_missing") X(DEL_IF_EQUAL, "del_if_equal")                 \
-    X(ZINCR_WITH, "zincr_with")
+    X(ZGUARD, "zguard")
 #define HR_OP_ENUM_(name, label) HR_OP_##name,
     HR_OP_TYPES(HR_OP_ENUM_)
 #undef HR_OP_ENUM_
@@ -352,29 +352,23 @@ size_t hr_zadd(hr_batch *b, hr_slice key, double score, hr_slice member);
  * against concurrent batches: score is the new score. Concurrent increments
  * never lose one (a story's vote sum). */
 size_t hr_zincr(hr_batch *b, hr_slice key, double delta, hr_slice member);
-/* A note that an hr_zincr_with writes in the same step as its increment:
- * member at score in the sorted set key, which shares the increment's hash
- * slot. What the increment was for, kept in step with the sum it changed
- * (a story's record of whose votes its sum holds, core/stories.h). The
- * step is a compare-and-set: it runs only while the note holds `was` (NAN:
- * while there is none), else nothing is written and the op's rc is
- * HR_ECONFLICT (read the note again, and decide again). */
-typedef struct hr_zincr_note {
-    hr_slice key;
-    hr_slice member;
-    double score;
-    double was;
-} hr_zincr_note;
-
-/* hr_zincr, and in the same atomic step, when the new score is when_score,
- * hr_zadd(also_key, also_score, member): score is the new score, num 1 if
- * it wrote also_key. also_key must share key's hash slot (one hash tag).
- * A story's vote and its hot score (core/stories.c): one atomic step in a
- * batch that is not atomic as a whole (Redis: a script). With a note (NULL:
- * none), hr_zadd(note->key, note->score, note->member) too, in the same
- * step, whatever the new score, if the note was note->was. */
-size_t hr_zincr_with(hr_batch *b, hr_slice key, double delta, hr_slice member, hr_slice also_key,
-                     double also_score, double when_score, const hr_zincr_note *note);
+/* A compare-and-set's compare: the ops added to b after the guard, to the
+ * end of the batch, run only if member of key has score `was` now (NAN: if
+ * it is absent); when it does not, none of them runs and each answers rc
+ * HR_ECONFLICT (hr_core_exec then fails the batch with it). The guard
+ * answers num 1 if it held, else 0, and the member's score as hr_zscore
+ * does (rc HR_ENOTFOUND when absent), so a caller that lost can decide
+ * again from what it found without reading it again. A second guard after
+ * the first is one more condition on the ops after it.
+ *
+ * The guard and the ops after it are one atomic step on every store: the
+ * whole batch where batches are atomic (hr_store_caps), one script on Redis
+ * Cluster, where the ops before the guard are not part of it. Where batches
+ * are not atomic, the ops after a guard must share its hash slot (one hash
+ * tag) and be sorted-set ops (hr_zadd, hr_zincr, hr_zrem, hr_zscore,
+ * hr_zguard); else they answer HR_EINVAL. A story's vote, its hot score
+ * and its note of the voter (core/stories.c) are one such step. */
+size_t hr_zguard(hr_batch *b, hr_slice key, hr_slice member, double was);
 /* Remove a member; num 1 if it was there. */
 size_t hr_zrem(hr_batch *b, hr_slice key, hr_slice member);
 /* A member's score; rc HR_ENOTFOUND if absent. */

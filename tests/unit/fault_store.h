@@ -7,7 +7,9 @@
  * others are the part of a pipeline (on Redis Cluster, the commands for
  * other nodes) that a server killed mid-way never sent. That batch answers
  * HR_EIO, and so does every batch after it, without running: the server is
- * gone. A store whose batches are atomic (RocksDB: one WriteBatch) can only
+ * gone. A guard and the ops after it (store.h, hr_zguard) are one step,
+ * sent whole or not at all: they are one part of the batch, whose bit is
+ * the guard's. A store whose batches are atomic (RocksDB: one WriteBatch) can only
  * die between batches: keep must then be 0 or every op (FAULT_KEEP_ALL).
  * A killed server's leases (core/lease.h) stay until they expire;
  * fault_store_expire_leases deletes the ones it took at once, as their
@@ -40,18 +42,19 @@ hr_store *fault_store_split(hr_store *inner, size_t at, const char *first, void 
                             void *arg);
 /* Whether the fault happened (the batch `at` was reached). */
 bool fault_store_hit(const hr_store *s);
-/* How many ops the batch the fault hit had. */
+/* How many parts (ops, a step counting as one) the batch the fault hit
+ * had. */
 size_t fault_store_batch_len(const hr_store *s);
 /* Delete on inner the keys the ops run through s took with
  * hr_put_if_missing (leases). */
 void fault_store_expire_leases(hr_store *s);
 
 /* Call one(ctx, at, keep) at every crash point of one operation: each batch
- * `at` from 0 on, with every subset `keep` of its ops where inner's batches
+ * `at` from 0 on, with every subset `keep` of its parts where inner's batches
  * are not atomic (a pipeline cut anywhere), or none and all of them where
  * they are. one makes a fresh case, crashes it with fault_store_crash(inner,
- * at, keep), checks what the retry repairs, and answers how many ops batch
- * `at` had: 0 once `at` is past the operation's last batch, which ends the
+ * at, keep), checks what the retry repairs, and answers how many parts
+ * batch `at` had (fault_store_batch_len): 0 once `at` is past the operation's last batch, which ends the
  * walk. Returns how many crashes were tried. */
 size_t fault_store_every_crash(const hr_store *inner, size_t (*one)(void *ctx, size_t at, uint64_t keep),
                                void *ctx);

@@ -16,10 +16,10 @@
 #include "store/redis/cluster.h"
 #include "store/redis/scripts.h"
 
-/* The most arguments one op's command takes (the zincr_with script with a
- * note: EVALSHA, sha, numkeys, 3 keys, 7 arguments); build_pset_read sizes
- * its own. */
-#define MAX_ARGS 13
+/* The most arguments one op's command takes (the zrange script: EVALSHA,
+ * sha, numkeys, 1 key, 8 arguments); build_pset_read and redis/step.c size
+ * their own. */
+#define MAX_ARGS 12
 /* The most commands one op sends (hr_tladd: ZADD and two PEXPIREAT). */
 #define MAX_CMDS_PER_OP 3
 
@@ -172,5 +172,13 @@ size_t redis_tl_build(hr_arena *a, const hr_op *op, int64_t now_ms, rc_cmd *cmd)
  * shape. */
 size_t redis_queue_build(hr_arena *a, const hr_op *op, rc_cmd *cmd);
 bool redis_queue_decode(hr_batch *b, hr_op *op, const rc_cmd *cmd, size_t n);
+
+/* A guard and the ops after it (redis/step.c): the step script's call at
+ * cmd, for ops[g..) of b, returning 1; or 0 when those ops cannot be one
+ * script (store.h says which can), after giving each of them HR_EINVAL.
+ * Then every op of the step's result from the call's answer (failure:
+ * the first store failure, as redis/redis.c's decode fills it). */
+size_t redis_step_build(hr_arena *a, hr_batch *b, size_t g, rc_cmd *cmd);
+void redis_step_decode(hr_batch *b, size_t g, const rc_cmd *cmd, hr_err *failure);
 
 #endif

@@ -366,29 +366,6 @@ static size_t build_cmd(hr_arena *a, const hr_op *op, int64_t now_ms, rc_cmd *cm
         arg_double(&x, op->score);
         arg_slice(&x, op->member);
         break;
-    case HR_OP_ZINCR_WITH: {
-        /* KEYS: K, also_key[, note_key] (one slot). ARGV: delta, member,
-         * also_score, when_score[, note_member, note_score, note_was ('':
-         * none)]. */
-        bool note = op->note_key.len > 0;
-        arg_script(&x, cmd, RS_ZINCR_WITH, note ? 3 : 2);
-        arg_slice(&x, op->key);
-        arg_slice(&x, op->value);
-        if (note) arg_slice(&x, op->note_key);
-        arg_double(&x, op->score);
-        arg_slice(&x, op->member);
-        arg_double(&x, op->min);
-        arg_double(&x, op->max);
-        if (note) {
-            arg_slice(&x, op->note_member);
-            arg_double(&x, op->note_score);
-            if (isnan(op->note_was))
-                arg_str(&x, "");
-            else
-                arg_double(&x, op->note_was);
-        }
-        break;
-    }
     case HR_OP_ZREM:
         arg_str(&x, "ZREM");
         arg_slice(&x, op->key);
@@ -621,11 +598,6 @@ static void decode(hr_batch *b, hr_op *op, size_t i, const rc_cmd *cmd, size_t n
         ok = r->type == REDIS_REPLY_NIL || reply_i64(r, &res->num);
         break;
     case HR_OP_ZINCR: ok = reply_double(r, &res->score); break;
-    case HR_OP_ZINCR_WITH: /* {the new score, 1 if also_key was written}; {'', 2}: the note was not */
-        ok = r->type == REDIS_REPLY_ARRAY && r->elements == 2 && reply_i64(r->element[1], &res->num) &&
-             (res->num == 2 || reply_double(r->element[0], &res->score));
-        if (ok && res->num == 2) res->rc = HR_ECONFLICT;
-        break;
     case HR_OP_ZSCORE:
         ok = r->type == REDIS_REPLY_NIL || reply_double(r, &res->score);
         if (r->type == REDIS_REPLY_NIL) res->rc = HR_ENOTFOUND;
@@ -663,10 +635,15 @@ static int exec_(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
     hr_arena scratch = HR_ARENA_INIT;
     rc_cmd *cmds = hr_arena_alloc(&scratch, MAX_CMDS_PER_OP * b->len * sizeof *cmds);
     size_t *op_of = hr_arena_alloc(&scratch, MAX_CMDS_PER_OP * b->len * sizeof *op_of);
-    size_t n = 0;
+    size_t n = 0, step = SIZE_MAX; /* step: the first guard, which sends the rest (redis/step.c) */
     int64_t now_ms = hr_now_ms();
-    for (size_t i = 0; i < b->len; i++) {
+    for (size_t i = 0; i < b->len && step == SIZE_MAX; i++) {
         if (b->ops[i].result.rc != HR_OK) continue; /* invalid: the dispatcher said why */
+        if (b->ops[i].type == HR_OP_ZGUARD) {
+            step = i;
+            if (redis_step_build(&scratch, b, i, &cmds[n])) op_of[n++] = i;
+            break;
+        }
         for (size_t m = build_cmd(&scratch, &b->ops[i], now_ms, &cmds[n]); m > 0; m--)
             op_of[n++] = i;
     }
@@ -681,7 +658,9 @@ static int exec_(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
             int cmd_rc = HR_OK;
             for (m = 0; k + m < n && op_of[k + m] == op_of[k]; m++)
                 if (cmd_rc == HR_OK) cmd_rc = cmds[k + m].rc;
-            if (cmd_rc != HR_OK)
+            if (op_of[k] == step)
+                redis_step_decode(b, step, &cmds[k], &failure);
+            else if (cmd_rc != HR_OK)
                 op->result.rc = cmd_rc;
             else
                 decode(b, op, op_of[k], &cmds[k], m, now_ms, &failure);

@@ -388,26 +388,39 @@ static const char del_if_equal_lua[] =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end\n"
     "return 0\n";
 
-static const char zincr_with_lua[] =
-    "-- hr_zincr_with. KEYS: the set, also_key[, note_key] (one slot). ARGV:\n"
-    "-- delta, member, also_score, when_score[, note_member, note_score,\n"
-    "-- note_was ('': none)]. Returns {the new score, 1 if also_key was\n"
-    "-- written}, or {'', 2} when the note was not note_was (nothing written).\n"
-    "if KEYS[3] then\n"
-    "  local cur = redis.call('ZSCORE', KEYS[3], ARGV[5])\n"
-    "  if ARGV[7] == '' then\n"
-    "    if cur then return {'', 2} end\n"
-    "  elseif not cur or tonumber(cur) ~= tonumber(ARGV[7]) then\n"
-    "    return {'', 2}\n"
+static const char step_lua[] =
+    "-- A guard and the ops after it (store.h, hr_zguard; redis/step.c). KEYS:\n"
+    "-- each op's key. ARGV: three per op: its code (g guard, a zadd, i zincr,\n"
+    "-- r zrem, s zscore), member, number (a guard's was, '' for none; a\n"
+    "-- score; a delta). Returns three per op: rc (0 ok, 1 not found, 2 not\n"
+    "-- run: a guard before it did not hold, 3 error), num, and the score\n"
+    "-- (or the error) as a string. pcall: an op on a key of another type\n"
+    "-- fails alone, as on RocksDB, and the step's writes before it stay.\n"
+    "local out, held = {}, true\n"
+    "local function put(rc, num, s) out[#out + 1] = rc; out[#out + 1] = num; out[#out + 1] = s end\n"
+    "for i = 1, #KEYS do\n"
+    "  local k, code, m, v = KEYS[i], ARGV[3 * i - 2], ARGV[3 * i - 1], ARGV[3 * i]\n"
+    "  local r\n"
+    "  if not held then put(2, 0, '')\n"
+    "  else\n"
+    "    if code == 'g' or code == 's' then r = redis.pcall('ZSCORE', k, m)\n"
+    "    elseif code == 'a' then r = redis.pcall('ZADD', k, v, m)\n"
+    "    elseif code == 'i' then r = redis.pcall('ZINCRBY', k, v, m)\n"
+    "    else r = redis.pcall('ZREM', k, m) end\n"
+    "    if type(r) == 'table' and r.err then\n"
+    "      put(3, 0, r.err)\n"
+    "      if code == 'g' then held = false end\n"
+    "    elseif code == 'g' then\n"
+    "      local ok\n"
+    "      if v == '' then ok = not r else ok = r and tonumber(r) == tonumber(v) end\n"
+    "      put(r and 0 or 1, ok and 1 or 0, r or '')\n"
+    "      held = ok and true or false\n"
+    "    elseif code == 's' then put(r and 0 or 1, 0, r or '')\n"
+    "    elseif code == 'i' then put(0, 0, r)\n"
+    "    else put(0, r, '') end\n"
     "  end\n"
-    "  redis.call('ZADD', KEYS[3], ARGV[6], ARGV[5])\n"
     "end\n"
-    "local s = redis.call('ZINCRBY', KEYS[1], ARGV[1], ARGV[2])\n"
-    "if tonumber(s) == tonumber(ARGV[4]) then\n"
-    "  redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])\n"
-    "  return {s, 1}\n"
-    "end\n"
-    "return {s, 0}\n";
+    "return out\n";
 
 static const char tltrim_lua[] =
     "-- hr_tltrim. KEYS[1]: the time list's sorted set. ARGV: the last rank to\n"
@@ -473,7 +486,7 @@ static rs_script scripts[RS_COUNT_] = {
     [RS_TLTRIM] = {"tltrim", tltrim_lua, ""},
     [RS_QCLAIM] = {"qclaim", qclaim_lua, ""},
     [RS_DEL_IF_EQUAL] = {"del_if_equal", del_if_equal_lua, ""},
-    [RS_ZINCR_WITH] = {"zincr_with", zincr_with_lua, ""},
+    [RS_STEP] = {"step", step_lua, ""},
 };
 static const char *bodies[RS_COUNT_];
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;

@@ -9,7 +9,7 @@
  * (which must reach the sub-keys of both), hr_tltrim (two removals as one),
  * hr_qclaim (re-delivery of expired leases, then new jobs, with their
  * delivery counts), hr_del_if_equal (compare, then delete) and
- * hr_zincr_with (an increment and the write it decides). hr_tlrange
+ * a guard with the ops after it (hr_zguard: redis/step.c). hr_tlrange
  * reuses the zrange script. redis/redis.c documents each script's KEYS and ARGV
  * where it builds the call; the scripts themselves are in redis/scripts.c.
  *
@@ -31,7 +31,7 @@ typedef enum {
     RS_TLTRIM,
     RS_QCLAIM,
     RS_DEL_IF_EQUAL,
-    RS_ZINCR_WITH,
+    RS_STEP,
     RS_COUNT_
 } rs_id;
 

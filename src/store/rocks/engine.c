@@ -611,7 +611,7 @@ static const op_fn op_table[HR_OP_COUNT_] = {
     [HR_OP_QINFO] = op_qinfo,
     [HR_OP_PUT_IF_MISSING] = op_put_if_missing,
     [HR_OP_DEL_IF_EQUAL] = op_del_if_equal,
-    [HR_OP_ZINCR_WITH] = op_zincr_with,
+    [HR_OP_ZGUARD] = op_zguard,
 };
 /* clang-format on */
 
@@ -626,6 +626,7 @@ static bool takes_stripe(hr_op_type t) {
     case HR_OP_TLADD:
     case HR_OP_TLREM: return false; /* blind */
     case HR_OP_QINFO: return true;  /* reads the queue's in-memory state */
+    case HR_OP_ZGUARD: return true; /* what it tests stays so until the batch ends */
     default: return hr_op_is_write(t);
     }
 }
@@ -656,17 +657,13 @@ static bool is_tl_write(hr_op_type t) {
  * finds its kept list there (rocks/timelist_cache.c), and blind writes of a kept
  * list take its stripe too (rocks/timelist_cache.c says why). */
 static uint32_t *write_stripes(hr_batch *b, tlcache *tlc, tlc_list **tlc_of, hr_arena *mem, size_t *n) {
-    uint32_t *st = hr_arena_alloc(mem, (b->len ? 3 * b->len : 1) * sizeof *st);
+    uint32_t *st = hr_arena_alloc(mem, (b->len ? b->len : 1) * sizeof *st);
     size_t k = 0;
     for (size_t i = 0; i < b->len; i++) {
         const hr_op *op = &b->ops[i];
         if (op->result.rc != HR_OK) continue;
         if (tlc_of && is_tl_write(op->type)) tlc_of[i] = tlcache_find(tlc, op->key);
         if (takes_stripe(op->type) || (tlc_of && tlc_of[i])) st[k++] = rocks_stripe(op->key);
-        if (op->type == HR_OP_ZINCR_WITH) { /* its other keys */
-            st[k++] = rocks_stripe(op->value);
-            if (op->note_key.len > 0) st[k++] = rocks_stripe(op->note_key);
-        }
     }
     qsort(st, k, sizeof *st, cmp_u32);
     size_t u = 0;
@@ -741,6 +738,7 @@ static int prefetch(rx *x) {
         case HR_OP_ZINCR:
         case HR_OP_ZREM:
         case HR_OP_ZSCORE:
+        case HR_OP_ZGUARD:
             if (rx_meta(x, op->key, &m) != 0 || !meta_alive(&m, x->now) || m.type != T_ZSET || m.size == 0 ||
                 (m.zflags & (ZF_MEM | ZF_INLINE))) /* a set in memory or inline: read there */
                 break;
@@ -848,9 +846,12 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
         x.wb = rocksdb_writebatch_create();
 
     int rc = prefetch(&x);
+    bool guarded_out = false; /* a guard did not hold: the rest is not run (store.h) */
     for (size_t i = 0; i < b->len && rc == 0; i++) {
         hr_op *op = &b->ops[i];
+        if (guarded_out && op->result.rc == HR_OK) op->result.rc = HR_ECONFLICT;
         if (op->result.rc == HR_OK) rc = op_table[op->type](&x, op);
+        guarded_out = guarded_out || (op->type == HR_OP_ZGUARD && !hr_guard_held(op));
     }
     if (rc == 0) pset_flush(&x); /* packed-set chunks: each written once, however many ops changed it */
     bool wrote = rc == 0 && x.dirty;

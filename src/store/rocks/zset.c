@@ -465,42 +465,6 @@ int op_zincr(rx *x, hr_op *op) {
     return zset_write_score(x, op, true);
 }
 
-/* The batch holds the stripes of its keys (rocks/engine.c, write_stripes), so the
- * increment and the writes it brings are one step for other writers. */
-int op_zincr_with(rx *x, hr_op *op) {
-    int rc = 0;
-    if (op->note_key.len > 0) { /* first: a note that is not as expected stops the increment */
-        hr_op note = {.type = HR_OP_ZSCORE, .key = op->note_key, .member = op->note_member};
-        if ((rc = op_zscore(x, &note))) return rc;
-        bool as_was = isnan(op->note_was) ? note.result.rc == HR_ENOTFOUND
-                                          : note.result.rc == HR_OK && note.result.score == op->note_was;
-        if (note.result.rc != HR_OK && note.result.rc != HR_ENOTFOUND) {
-            op->result.rc = note.result.rc;
-            return 0;
-        }
-        if (!as_was) {
-            op->result.rc = HR_ECONFLICT;
-            return 0;
-        }
-        note = (hr_op){
-            .type = HR_OP_ZADD, .key = op->note_key, .member = op->note_member, .score = op->note_score};
-        if ((rc = zset_write_score(x, &note, false))) return rc;
-        if ((op->result.rc = note.result.rc) != HR_OK) return 0;
-    }
-    rc = zset_write_score(x, op, true);
-    if (rc || op->result.rc != HR_OK) return rc;
-    op->result.num = 0;
-    if (op->result.score != op->max) return 0;
-    hr_op also = {.type = HR_OP_ZADD, .key = op->value, .member = op->member, .score = op->min};
-    if ((rc = zset_write_score(x, &also, false))) return rc;
-    if (also.result.rc != HR_OK) { /* the increment is written: say what stopped the rest */
-        op->result.rc = also.result.rc;
-        return 0;
-    }
-    op->result.num = 1;
-    return 0;
-}
-
 int op_zrem(rx *x, hr_op *op) {
     rmeta m;
     bool exists, found = false;
@@ -528,6 +492,17 @@ int op_zscore(rx *x, hr_op *op) {
         op->result.score = score_decode(enc);
     else
         op->result.rc = HR_ENOTFOUND;
+    return 0;
+}
+
+/* The batch holds the guard's stripe (rocks/engine.c, write_stripes): no
+ * other batch writes the member between the test and the ops it guards. */
+int op_zguard(rx *x, hr_op *op) {
+    int rc = op_zscore(x, op);
+    if (rc) return rc;
+    bool found = op->result.rc == HR_OK;
+    op->result.num =
+        isnan(op->score) ? op->result.rc == HR_ENOTFOUND : found && op->result.score == op->score;
     return 0;
 }
 

@@ -11,7 +11,7 @@
 /* Each op runs one op of the batch, sets its result (memory in
  * x->b->arena) and returns 0, or a store failure (HR_EIO) that aborts the
  * batch. */
-int op_zincr_with(rx *x, hr_op *op);
+int op_zguard(rx *x, hr_op *op);
 int op_zadd(rx *x, hr_op *op);
 int op_zincr(rx *x, hr_op *op);
 int op_zrem(rx *x, hr_op *op);

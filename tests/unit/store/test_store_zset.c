@@ -1,5 +1,5 @@
-/* test_store_zset.c — sorted sets (hr_z*): adds, scores, increments (with a
- * companion write and a note), ranges by score with limits, offsets and
+/* test_store_zset.c — sorted sets (hr_z*): adds, scores, increments,
+ * guards (compare-and-set), ranges by score with limits, offsets and
  * cursors, trims, removals, deletion, and a batch reading its own writes.
  * Conformance checks, run on RocksDB, on RocksDB with every sorted set in
  * memory, and on Redis Cluster (suites zset_rocksdb, zset_rocksmem,
@@ -80,64 +80,6 @@ static void *zincr_worker(void *arg) {
     return NULL;
 }
 
-STORE_TEST_MEM(zset, zset_incr_with_its_companion_write) {
-    hr_slice top = KT("top"), hot = KT("hot");
-    const hr_result *r = ONE(s, hr_zincr_with(B, top, 2, M("m"), hot, 7.5, 3, NULL));
-    assert_rc(r, HR_OK);
-    cr_assert(r->score == 2 && r->num == 0, "score %g, num %ld: 2 is not the awaited 3", r->score,
-              (long)r->num);
-    assert_rc(ONE(s, hr_zscore(B, hot, M("m"))), HR_ENOTFOUND);
-    r = ONE(s, hr_zincr_with(B, top, 1, M("m"), hot, 7.5, 3, NULL));
-    cr_assert(r->score == 3 && r->num == 1, "score %g, num %ld: 3 writes hot", r->score, (long)r->num);
-    cr_assert(ONE(s, hr_zscore(B, hot, M("m")))->score == 7.5);
-    r = ONE(s, hr_zincr_with(B, top, -1, M("m"), hot, 9, 3, NULL));
-    cr_assert(r->score == 2 && r->num == 0);
-    cr_assert(ONE(s, hr_zscore(B, hot, M("m")))->score == 7.5, "hot kept");
-    cr_assert(ONE(s, hr_zscore(B, top, M("m")))->score == 2);
-    /* a new member starts at 0, as with hr_zincr */
-    r = ONE(s, hr_zincr_with(B, top, -1, M("n"), hot, -4, -1, NULL));
-    cr_assert(r->score == -1 && r->num == 1);
-    cr_assert(ONE(s, hr_zscore(B, hot, M("n")))->score == -4);
-    assert_rc(ONE(s, hr_zincr_with(B, top, NAN, M("m"), hot, 1, 1, NULL)), HR_EINVAL);
-    cr_assert(ONE(s, hr_zscore(B, top, M("m")))->score == 2, "a refused op changes nothing");
-}
-
-STORE_TEST_MEM(zset, zset_incr_with_a_note) {
-    hr_slice top = KT("top"), hot = KT("hot"), votes = KT("votes");
-    hr_zincr_note note = {.key = votes, .member = M("s1"), .score = 41, .was = NAN};
-    const hr_result *r = ONE(s, hr_zincr_with(B, top, 1, M("m"), hot, 5, 1, &note));
-    cr_assert(r->rc == HR_OK && r->score == 1 && r->num == 1, "rc %d score %g num %ld", r->rc, r->score,
-              (long)r->num);
-    cr_assert(ONE(s, hr_zscore(B, votes, M("s1")))->score == 41, "the note is written with the increment");
-    /* the note must be as the caller saw it: now it is there, at 41 */
-    assert_rc(ONE(s, hr_zincr_with(B, top, 1, M("m"), hot, 5, 2, &note)), HR_ECONFLICT);
-    note.was = 40;
-    assert_rc(ONE(s, hr_zincr_with(B, top, 1, M("m"), hot, 5, 2, &note)), HR_ECONFLICT);
-    cr_assert(ONE(s, hr_zscore(B, top, M("m")))->score == 1, "a conflict writes nothing");
-    cr_assert(ONE(s, hr_zscore(B, votes, M("s1")))->score == 41);
-    assert_rc(ONE(s, hr_zscore(B, hot, M("m"))), HR_OK);
-    /* as seen: written whatever the new score, and the note replaced */
-    note.was = 41;
-    note.score = 42;
-    r = ONE(s, hr_zincr_with(B, top, -2, M("m"), hot, 6, 5, &note));
-    cr_assert(r->rc == HR_OK && r->score == -1 && r->num == 0, "score %g num %ld", r->score, (long)r->num);
-    cr_assert(ONE(s, hr_zscore(B, votes, M("s1")))->score == 42);
-    /* a note per member */
-    hr_zincr_note other = {.key = votes, .member = M("s2"), .score = 42, .was = NAN};
-    cr_assert(ONE(s, hr_zincr_with(B, top, 1, M("m"), hot, 6, 5, &other))->score == 0);
-    cr_assert(ONE(s, hr_zcard(B, votes))->num == 2);
-    /* bad notes are refused and change nothing */
-    hr_zincr_note bad = {.key = votes, .member = M(""), .score = 43, .was = 42};
-    assert_rc(ONE(s, hr_zincr_with(B, top, 1, M("m"), hot, 6, 0, &bad)), HR_EINVAL);
-    bad = (hr_zincr_note){.key = votes, .member = M("s1"), .score = NAN, .was = 42};
-    assert_rc(ONE(s, hr_zincr_with(B, top, 1, M("m"), hot, 6, 0, &bad)), HR_EINVAL);
-    ONE(s, hr_put(B, KT("plain"), M("v"), 0));
-    bad = (hr_zincr_note){.key = KT("plain"), .member = M("s1"), .score = 44, .was = NAN};
-    assert_rc(ONE(s, hr_zincr_with(B, top, 1, M("m"), hot, 6, 0, &bad)), HR_EWRONGTYPE);
-    cr_assert(ONE(s, hr_zscore(B, top, M("m")))->score == 0, "refused: the sum is unchanged");
-    cr_assert(ONE(s, hr_zscore(B, votes, M("s1")))->score == 42);
-}
-
 STORE_TEST_MEM(zset, zset_concurrent_incr) {
     enum { PER = 300 };
     worker w[THREADS];
@@ -152,6 +94,160 @@ STORE_TEST_MEM(zset, zset_concurrent_incr) {
         cr_assert_eq(w[i].failures, 0);
     /* half the threads add 2, half add -1: no increment may be lost */
     cr_assert_eq(ONE(s, hr_zscore(B, K("votes"), M("m")))->score, (THREADS / 2) * PER * (2 - 1));
+}
+
+/* The guard's result (num: held) and the results of the ops after it. */
+static void assert_guard(const hr_result *g, int rc, int64_t held, double score) {
+    assert_rc(g, rc);
+    cr_assert_eq(g->num, held, "guard held %ld, expected %ld", (long)g->num, (long)held);
+    if (rc == HR_OK) cr_assert_eq(g->score, score, "guard found %g, expected %g", g->score, score);
+}
+
+STORE_TEST_MEM(zset, zset_guard_is_a_compare_and_set) {
+    hr_slice top = KT("top"), hot = KT("hot");
+    /* absent, as NAN says: the ops after it run */
+    hr_batch_reset(B);
+    size_t g = hr_zguard(B, top, M("m"), NAN);
+    size_t a = hr_zadd(B, top, 1, M("m"));
+    size_t h = hr_zadd(B, hot, 5, M("m"));
+    exec(s, B);
+    assert_guard(hr_batch_result(B, g), HR_ENOTFOUND, 1, 0);
+    cr_assert_eq(hr_batch_result(B, a)->num, 1);
+    assert_rc(hr_batch_result(B, h), HR_OK);
+    /* not as expected: nothing after it runs, and it says what it found */
+    hr_batch_reset(B);
+    g = hr_zguard(B, top, M("m"), 0);
+    a = hr_zadd(B, top, 9, M("m"));
+    size_t i = hr_zincr(B, hot, 1, M("m"));
+    exec(s, B);
+    assert_guard(hr_batch_result(B, g), HR_OK, 0, 1);
+    assert_rc(hr_batch_result(B, a), HR_ECONFLICT);
+    assert_rc(hr_batch_result(B, i), HR_ECONFLICT);
+    cr_assert_eq(ONE(s, hr_zscore(B, top, M("m")))->score, 1, "a guard that lost writes nothing");
+    cr_assert_eq(ONE(s, hr_zscore(B, hot, M("m")))->score, 5);
+    /* NAN on a member that is there does not hold either */
+    assert_guard(ONE(s, hr_zguard(B, top, M("m"), NAN)), HR_OK, 0, 1);
+    /* as found: set, and every kind of op may follow */
+    hr_batch_reset(B);
+    g = hr_zguard(B, top, M("m"), 1);
+    a = hr_zadd(B, top, 2, M("m"));
+    i = hr_zincr(B, hot, 1.5, M("m"));
+    size_t r = hr_zrem(B, hot, M("gone"));
+    size_t sc = hr_zscore(B, top, M("m"));
+    exec(s, B);
+    assert_guard(hr_batch_result(B, g), HR_OK, 1, 1);
+    cr_assert_eq(hr_batch_result(B, a)->num, 0);
+    cr_assert_eq(hr_batch_result(B, i)->score, 6.5);
+    cr_assert_eq(hr_batch_result(B, r)->num, 0);
+    cr_assert_eq(hr_batch_result(B, sc)->score, 2, "the step reads its own write");
+    /* ops before a guard run whatever it finds; a second guard guards the
+     * ops after it */
+    hr_batch_reset(B);
+    size_t before = hr_zadd(B, KT("other"), 1, M("x"));
+    size_t g1 = hr_zguard(B, top, M("m"), 2);
+    size_t mid = hr_zadd(B, top, 3, M("m"));
+    size_t g2 = hr_zguard(B, hot, M("m"), 0);
+    size_t after = hr_zadd(B, hot, 0, M("m"));
+    exec(s, B);
+    assert_rc(hr_batch_result(B, before), HR_OK);
+    assert_guard(hr_batch_result(B, g1), HR_OK, 1, 2);
+    assert_rc(hr_batch_result(B, mid), HR_OK);
+    assert_guard(hr_batch_result(B, g2), HR_OK, 0, 6.5);
+    assert_rc(hr_batch_result(B, after), HR_ECONFLICT);
+    cr_assert_eq(ONE(s, hr_zscore(B, KT("other"), M("x")))->score, 1);
+    cr_assert_eq(ONE(s, hr_zscore(B, top, M("m")))->score, 3);
+    cr_assert_eq(ONE(s, hr_zscore(B, hot, M("m")))->score, 6.5);
+}
+
+STORE_TEST_MEM(zset, zset_guard_refusals) {
+    hr_slice top = KT("top");
+    ONE(s, hr_zadd(B, top, 1, M("m")));
+    /* an invalid guard guards nothing: what follows is not run */
+    hr_batch_reset(B);
+    size_t g = hr_zguard(B, top, M("m"), INFINITY);
+    size_t a = hr_zadd(B, top, 7, M("m"));
+    exec(s, B);
+    assert_rc(hr_batch_result(B, g), HR_EINVAL);
+    assert_rc(hr_batch_result(B, a), HR_EINVAL);
+    /* a guard of a key of another type holds no member */
+    ONE(s, hr_put(B, KT("plain"), M("v"), 0));
+    hr_batch_reset(B);
+    g = hr_zguard(B, KT("plain"), M("m"), NAN);
+    a = hr_zadd(B, top, 7, M("m"));
+    exec(s, B);
+    assert_rc(hr_batch_result(B, g), HR_EWRONGTYPE);
+    assert_rc(hr_batch_result(B, a), HR_ECONFLICT);
+    /* an op of the step on a key of another type fails alone, as outside one */
+    hr_batch_reset(B);
+    g = hr_zguard(B, top, M("m"), 1);
+    size_t bad = hr_zadd(B, KT("plain"), 1, M("m"));
+    a = hr_zadd(B, top, 2, M("m"));
+    exec(s, B);
+    assert_guard(hr_batch_result(B, g), HR_OK, 1, 1);
+    assert_rc(hr_batch_result(B, bad), HR_EWRONGTYPE);
+    assert_rc(hr_batch_result(B, a), HR_OK);
+    cr_assert_eq(ONE(s, hr_zscore(B, top, M("m")))->score, 2);
+    /* where batches are not atomic, a step is one script: one hash slot,
+     * sorted-set ops only (store.h); elsewhere the whole batch is the step */
+    bool atomic = hr_store_caps_of(s)->atomic_batches;
+    hr_batch_reset(B);
+    g = hr_zguard(B, top, M("m"), 2);
+    a = hr_zadd(B, top, 3, M("m"));
+    size_t far = hr_zadd(B, K("elsewhere"), 1, M("m"));
+    exec(s, B);
+    assert_rc(hr_batch_result(B, g), atomic ? HR_OK : HR_EINVAL);
+    assert_rc(hr_batch_result(B, a), atomic ? HR_OK : HR_EINVAL);
+    assert_rc(hr_batch_result(B, far), atomic ? HR_OK : HR_EINVAL);
+    cr_assert_eq(ONE(s, hr_zscore(B, top, M("m")))->score, atomic ? 3 : 2, "a refused step writes nothing");
+    hr_batch_reset(B);
+    g = hr_zguard(B, top, M("m"), atomic ? 3 : 2);
+    size_t put = hr_put(B, KT("value"), M("v"), 0);
+    exec(s, B);
+    assert_rc(hr_batch_result(B, put), atomic ? HR_OK : HR_EINVAL);
+}
+
+static void *cas_worker(void *arg) {
+    worker *w = arg;
+    hr_batch *b = hr_batch_new();
+    double seen = NAN; /* what this worker believes the count is */
+    for (int i = 0; i < w->n;) {
+        hr_batch_reset(b);
+        size_t g = hr_zguard(b, w->key, hr_slice_str("m"), seen);
+        hr_zadd(b, w->key, isnan(seen) ? 1 : seen + 1, hr_slice_str("m"));
+        if (hr_store_exec(w->s, b, 0, NULL) != HR_OK) {
+            w->failures++;
+            break;
+        }
+        const hr_result *r = hr_batch_result(b, g);
+        if (r->rc != HR_OK && r->rc != HR_ENOTFOUND) {
+            w->failures++;
+            break;
+        }
+        if (r->num == 1) {
+            seen = isnan(seen) ? 1 : seen + 1;
+            i++;
+        } else {
+            seen = r->rc == HR_OK ? r->score : NAN; /* lost: try again from what it found */
+        }
+    }
+    hr_batch_free(b);
+    return NULL;
+}
+
+STORE_TEST_MEM(zset, zset_concurrent_compare_and_set) {
+    enum { PER = 200 };
+    worker w[THREADS];
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (worker){.s = s, .key = KT("count"), .id = i, .n = PER};
+        pthread_create(&t[i], NULL, cas_worker, &w[i]);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < THREADS; i++)
+        cr_assert_eq(w[i].failures, 0);
+    /* every set that won counted one: none may be lost or counted twice */
+    cr_assert_eq(ONE(s, hr_zscore(B, KT("count"), M("m")))->score, THREADS * PER);
 }
 
 STORE_TEST_MEM(zset, zrange_bounds_and_order) {

@@ -1,0 +1,131 @@
+/* redis/step.c — a guard and the ops after it (store.h, hr_zguard) as one
+ * call of the step script (redis/scripts.c): Redis runs a script without
+ * running anything else, so the guard's test and the writes it guards are
+ * one step for every other client, in the one hash slot the script may
+ * touch. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "store/redis/internal.h"
+
+/* The script's code of an op that may be part of a step, or 0. */
+static char step_code(hr_op_type t) {
+    switch (t) {
+    case HR_OP_ZGUARD: return 'g';
+    case HR_OP_ZADD: return 'a';
+    case HR_OP_ZINCR: return 'i';
+    case HR_OP_ZREM: return 'r';
+    case HR_OP_ZSCORE: return 's';
+    default: return 0;
+    }
+}
+
+/* The ops of the step from g on that are to run: the valid ones (an invalid
+ * op answers for itself, as outside a step). */
+static bool in_step(const hr_op *op) {
+    return op->result.rc == HR_OK;
+}
+
+size_t redis_step_build(hr_arena *a, hr_batch *b, size_t g, rc_cmd *cmd) {
+    unsigned slot = rc_key_slot(b->ops[g].key);
+    size_t n = 0;
+    bool ok = true;
+    for (size_t i = g; i < b->len; i++) {
+        const hr_op *op = &b->ops[i];
+        if (!in_step(op)) continue;
+        ok = ok && step_code(op->type) != 0 && rc_key_slot(op->key) == slot;
+        n++;
+    }
+    if (!ok) { /* store.h: such a step cannot be one script; none of it runs */
+        for (size_t i = g; i < b->len; i++)
+            if (in_step(&b->ops[i])) b->ops[i].result.rc = HR_EINVAL;
+        return 0;
+    }
+    /* EVALSHA sha numkeys, then n keys and 3 n arguments. */
+    args x = args_new(a, 3 + 4 * n);
+    memset(cmd, 0, sizeof *cmd);
+    cmd->slot = slot;
+    arg_script(&x, cmd, RS_STEP, (int)n);
+    for (size_t i = g; i < b->len; i++)
+        if (in_step(&b->ops[i])) arg_slice(&x, b->ops[i].key);
+    for (size_t i = g; i < b->len; i++) {
+        const hr_op *op = &b->ops[i];
+        if (!in_step(op)) continue;
+        char code = step_code(op->type);
+        arg(&x, code == 'g' ? "g" : code == 'a' ? "a" : code == 'i' ? "i" : code == 'r' ? "r" : "s", 1);
+        arg_slice(&x, op->member);
+        if (code == 'r' || code == 's' || (code == 'g' && isnan(op->score)))
+            arg_str(&x, "");
+        else
+            arg_double(&x, op->score);
+    }
+    args_to_cmd(&x, cmd);
+    return 1;
+}
+
+static bool parse_double(const redisReply *r, double *out) {
+    if (r->type != REDIS_REPLY_STRING || r->len == 0) return false;
+    char *end;
+    errno = 0;
+    *out = strtod(r->str, &end);
+    return end == r->str + r->len;
+}
+
+/* Whether an op's three replies (the script's rc, num, score) have the
+ * shapes the script gives. */
+static bool well_formed(const hr_op *op, redisReply *const *e) {
+    if (e[0]->type != REDIS_REPLY_INTEGER || e[1]->type != REDIS_REPLY_INTEGER ||
+        e[2]->type != REDIS_REPLY_STRING || e[0]->integer < 0 || e[0]->integer > 3)
+        return false;
+    double d;
+    bool scored = op->type != HR_OP_ZADD && op->type != HR_OP_ZREM;
+    return e[0]->integer != 0 || !scored || parse_double(e[2], &d);
+}
+
+/* A well-formed op's replies into its result. */
+static void decode_one(hr_op *op, redisReply *const *e, size_t i, const rc_cmd *cmd, hr_err *failure) {
+    hr_result *res = &op->result;
+    res->num = e[1]->integer;
+    switch (e[0]->integer) {
+    case 0:
+        res->rc = HR_OK;
+        if (op->type != HR_OP_ZADD && op->type != HR_OP_ZREM) parse_double(e[2], &res->score);
+        break;
+    case 1: res->rc = HR_ENOTFOUND; break;
+    case 2: res->rc = HR_ECONFLICT; break;
+    default:
+        if (strncmp(e[2]->str, "WRONGTYPE", 9) == 0) {
+            res->rc = HR_EWRONGTYPE;
+        } else {
+            res->rc = HR_EIO;
+            if (failure->code == HR_OK)
+                hr_err_set(failure, HR_EIO, "redis %s: op #%zu (%s): %s", cmd->node, i, hr_op_label(op->type),
+                           e[2]->str);
+        }
+    }
+}
+
+void redis_step_decode(hr_batch *b, size_t g, const rc_cmd *cmd, hr_err *failure) {
+    size_t n = 0;
+    for (size_t i = g; i < b->len; i++)
+        n += in_step(&b->ops[i]);
+    const redisReply *r = cmd->reply;
+    bool ok = cmd->rc == HR_OK && r && r->type == REDIS_REPLY_ARRAY && r->elements == 3 * n;
+    for (size_t i = g, k = 0; i < b->len && ok; i++)
+        if (in_step(&b->ops[i])) ok = well_formed(&b->ops[i], &r->element[3 * k++]);
+    if (ok) {
+        for (size_t i = g, k = 0; i < b->len; i++)
+            if (in_step(&b->ops[i])) decode_one(&b->ops[i], &r->element[3 * k++], i, cmd, failure);
+        return;
+    }
+    /* The call failed as a whole (cmd->rc), or answered what the script
+     * does not: the step's ops share the failure. */
+    int rc = cmd->rc != HR_OK ? cmd->rc : HR_EIO;
+    if (rc == HR_EIO && failure->code == HR_OK) {
+        const char *why = r && r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply";
+        hr_err_set(failure, HR_EIO, "redis %s: op #%zu (zguard step): %s", cmd->node, g, why);
+    }
+    for (size_t i = g; i < b->len; i++)
+        if (in_step(&b->ops[i])) b->ops[i].result.rc = rc;
+}
