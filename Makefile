@@ -64,8 +64,10 @@ $(BUILD)/libherald.a: $(LIB_OBJ)
 $(BUILD)/herald: $(BUILD)/src/main.o $(BUILD)/libherald.a
 	$(CC) $(CFLAGS) -o $@ $^ $(REL_LIBS)
 
-# The stories benchmark's loader (bench/stories.sh builds and runs it).
-$(BUILD)/stories_load: $(BUILD)/bench/stories_load.o $(BUILD)/libherald.a
+# The stories benchmark's loader (bench/stories.sh builds and runs it): main and
+# the export, the dataset's model and writing threads, the queries.
+STORIES_LOAD_OBJ := $(addprefix $(BUILD)/bench/,stories_load.o stories_write.o stories_query.o)
+$(BUILD)/stories_load: $(STORIES_LOAD_OBJ) $(BUILD)/libherald.a
 	$(CC) $(CFLAGS) -o $@ $^ $(REL_LIBS)
 
 # The social-reading benchmark's loader (bench/reading.sh builds and runs it).

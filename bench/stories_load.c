@@ -39,6 +39,12 @@
  * Results go to stdout as KEY=VALUE lines (sourced by bench/stories.sh);
  * progress goes to stderr.
  *
+ * The loader is three files, one job each: this one reads the options, runs
+ * the phases in order and writes phase 6's export; stories_write.c is the
+ * dataset's model and the threads that write it (phases 1-4); stories_query.c
+ * times the queries (phase 5) and summarises latencies. stories_load.h is
+ * what they share.
+ *
  * usage: stories_load --store URI [--scale F] [--threads N] [--seed N]
  *                     [--zipf S] [--calls N] [--duration S] [--out DIR]
  *                     [--query-secs S]   (time limit of one query's latency run: 30)
@@ -55,99 +61,47 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "bench_util.h"
 #include "common/arena.h"
 #include "common/err.h"
 #include "common/slice.h"
-#include "core/rank.h"
 #include "core/ratings.h"
 #include "core/stories.h"
 #include "core/url.h"
 #include "store/store.h"
-
-#define FULL_STORIES 1000000
-#define FULL_MEMBERS 100000
-#define FULL_RATINGS 20000000
-#define HEAVY_RATINGS 10000
-#define HEAVY "heavy"
-#define DAY_MS 86400000LL
-#define END_MS 1717200000000LL /* 2024-06-01T00:00:00Z */
-#define SPAN_MS (30 * DAY_MS)
-#define PUT_OBJECTS 100000
-#define SAMPLE_EVERY 16 /* upsert latencies sampled: one in this many */
+#include "stories_load.h"
 
 /* ---- Options and shared state ------------------------------------------- */
 
-enum { TIMED_BOTH, TIMED_BACKDATED, TIMED_LIVE };
+stories_opts opt = {.scale = 1.0,
+                    .threads = 2,
+                    .seed = 42,
+                    .zipf_s = 1.0,
+                    .calls = 2000,
+                    .duration = 10.0,
+                    .query_secs = 30.0};
 
-static struct {
-    const char *store;
-    double scale;
-    int threads;
-    uint64_t seed;
-    double zipf_s;
-    int calls;
-    double duration;
-    const char *out;
-    bool queries_only; /* an already loaded store: phase 5 only */
-    bool upserts_only; /* an already loaded store: phase 4 only */
-    int timed;         /* which upserts phase 4 times: TIMED_* */
-    double query_secs; /* time limit of one query's latency run */
-    const char *only;  /* phase 5: only the query with this key (UNSEEN_TOP, ...) */
-} opt = {.scale = 1.0,
-         .threads = 2,
-         .seed = 42,
-         .zipf_s = 1.0,
-         .calls = 2000,
-         .duration = 10.0,
-         .query_secs = 30.0};
+size_t n_stories, n_members;
+static size_t n_ratings, n_heavy;
+char (*ids)[HR_STORY_ID_LEN + 1]; /* story i's id */
+int64_t *story_time;              /* story i's time */
+uint32_t *perm;                   /* Zipf rank -> story index */
+double *cdf;                      /* Zipf CDF over ranks */
 
-static size_t n_stories, n_members, n_ratings, n_heavy;
-static char (*ids)[HR_STORY_ID_LEN + 1]; /* story i's id */
-static int64_t *story_time;              /* story i's time */
-static uint32_t *perm;                   /* Zipf rank -> story index */
-static double *cdf;                      /* Zipf CDF over ranks */
+hr_store *store;
+hr_stories *stories;
+hr_ratings *ratings;
 
-static hr_store *store;
-static hr_stories *stories;
-static hr_ratings *ratings;
+atomic_int failed;
 
-static atomic_size_t progress;
-static atomic_int failed;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* CPU seconds this process used (every thread, user + system). */
-static double cpu_s(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
-           (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...) {
+void die(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "stories_load: ");
@@ -157,516 +111,10 @@ static void die(const char *fmt, ...) {
     exit(1);
 }
 
-static void fail(const char *what, int rc, const hr_err *err) {
+void fail(const char *what, int rc, const hr_err *err) {
     if (atomic_fetch_add(&failed, 1) == 0)
         fprintf(stderr, "stories_load: %s failed: %s (%s)\n", what, hr_errname(rc),
                 err && err->msg[0] ? err->msg : hr_strerror(rc));
-}
-
-/* ---- Random numbers (splitmix64 / xoshiro256**, per thread) ------------- */
-
-typedef struct rng {
-    uint64_t s[4];
-} rng;
-
-static uint64_t splitmix(uint64_t *x) {
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static void rng_seed(rng *r, uint64_t seed) {
-    for (int i = 0; i < 4; i++)
-        r->s[i] = splitmix(&seed);
-}
-
-static inline uint64_t rotl(uint64_t x, int k) {
-    return (x << k) | (x >> (64 - k));
-}
-
-static uint64_t rng_next(rng *r) {
-    uint64_t *s = r->s;
-    uint64_t res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return res;
-}
-
-static double rng_unit(rng *r) {
-    return (double)(rng_next(r) >> 11) * 0x1.0p-53;
-}
-static uint64_t rng_below(rng *r, uint64_t n) {
-    return (uint64_t)(rng_unit(r) * (double)n) % n;
-}
-
-/* A story index drawn from the Zipf distribution. */
-static size_t zipf_story(rng *r) {
-    double u = rng_unit(r);
-    size_t lo = 0, hi = n_stories - 1;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (cdf[mid] < u)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return perm[lo];
-}
-
-/* 1 (60 %), -1 (15 %), 0 (25 %). */
-static int draw_score(rng *r) {
-    uint64_t x = rng_below(r, 100);
-    return x < 60 ? 1 : x < 75 ? -1 : 0;
-}
-
-/* A rating time between the story's time and the end of the span. */
-static int64_t draw_time(rng *r, size_t story) {
-    int64_t t0 = story_time[story];
-    return t0 + (int64_t)rng_below(r, (uint64_t)(END_MS - t0) + 1);
-}
-
-/* ---- Content ------------------------------------------------------------- */
-
-static const char *const words[] = {
-    "the",      "of",       "and",      "a",       "to",     "in",       "is",        "you",      "that",
-    "it",       "he",       "was",      "for",     "on",     "are",      "as",        "with",     "his",
-    "they",     "at",       "be",       "this",    "have",   "from",     "or",        "one",      "had",
-    "by",       "word",     "but",      "not",     "what",   "all",      "were",      "we",       "when",
-    "your",     "can",      "said",     "there",   "use",    "an",       "each",      "which",    "she",
-    "do",       "how",      "their",    "if",      "will",   "up",       "other",     "about",    "out",
-    "many",     "then",     "them",     "these",   "so",     "some",     "her",       "would",    "make",
-    "like",     "him",      "into",     "time",    "has",    "look",     "two",       "more",     "write",
-    "go",       "see",      "number",   "no",      "way",    "could",    "people",    "my",       "than",
-    "first",    "water",    "been",     "call",    "who",    "oil",      "its",       "now",      "find",
-    "long",     "down",     "day",      "did",     "get",    "come",     "made",      "may",      "part",
-    "server",   "database", "network",  "release", "kernel", "startup",  "market",    "election", "climate",
-    "research", "science",  "football", "review",  "launch", "security", "privacy",   "browser",  "energy",
-    "policy",   "report",   "council",  "company", "museum", "festival", "interview", "analysis", "opinion",
-    "weather",  "storage",  "latency",  "cluster",
-};
-#define N_WORDS (sizeof words / sizeof words[0])
-
-/* Story i's content, deterministic in (seed, i), 1024..2048 bytes of HTML
- * with no tab, newline or backslash (PostgreSQL COPY text format as is). */
-static size_t make_content(size_t i, char *out, size_t cap) {
-    uint64_t x = opt.seed * 1000003u + i;
-    rng r;
-    rng_seed(&r, splitmix(&x));
-    size_t target = 1024 + rng_below(&r, 1025), n = 0;
-    n += (size_t)snprintf(out + n, cap - n,
-                          "<!doctype html><html><head><meta charset=\"utf-8\"><title>Story %zu</title>"
-                          "</head><body><article><h1>",
-                          i);
-    for (int w = 0; w < 6; w++)
-        n += (size_t)snprintf(out + n, cap - n, "%s%s", w ? " " : "", words[rng_below(&r, N_WORDS)]);
-    n += (size_t)snprintf(out + n, cap - n, "</h1><p>");
-    const char *tail = "</p></article></body></html>";
-    size_t tail_len = strlen(tail);
-    while (n + tail_len + 24 < target) {
-        const char *w = words[rng_below(&r, N_WORDS)];
-        if (rng_below(&r, 14) == 0)
-            n += (size_t)snprintf(out + n, cap - n, ".</p><p>%s", w);
-        else
-            n += (size_t)snprintf(out + n, cap - n, " %s", w);
-    }
-    memcpy(out + n, tail, tail_len);
-    n += tail_len;
-    out[n] = '\0';
-    return n;
-}
-
-static size_t make_url(size_t i, char *out, size_t cap) {
-    return (size_t)snprintf(out, cap, "https://site%zu.example/story/%zu", i % 1000, i);
-}
-
-/* ---- Progress ------------------------------------------------------------ */
-
-typedef struct phase {
-    const char *name;
-    size_t total;
-    double t0, last_t;
-    size_t last_n;
-} phase;
-
-static void phase_start(phase *p, const char *name, size_t total) {
-    p->name = name;
-    p->total = total;
-    p->t0 = p->last_t = now_s();
-    p->last_n = 0;
-    atomic_store(&progress, 0);
-    if (total) fprintf(stderr, "stories_load: %s: %zu to do\n", name, total);
-}
-
-/* Print progress every `every` seconds until done (or a failure). */
-static void phase_watch(phase *p, double every, bool (*done)(void)) {
-    while (!done()) {
-        usleep(100000);
-        double t = now_s();
-        if (t - p->last_t < every) continue;
-        size_t n = atomic_load(&progress);
-        double rate = (double)(n - p->last_n) / (t - p->last_t);
-        double avg = (double)n / (t - p->t0);
-        double eta = avg > 0 && p->total ? (double)(p->total - n) / avg : 0;
-        if (p->total)
-            fprintf(stderr, "stories_load: %s: %zu/%zu (%.1f%%), %.0f/s now, %.0f/s average, ETA %.0f s\n",
-                    p->name, n, p->total, 100.0 * (double)n / (double)p->total, rate, avg, eta);
-        else
-            fprintf(stderr, "stories_load: %s: %zu, %.0f/s now, %.0f/s average\n", p->name, n, rate, avg);
-        p->last_t = t;
-        p->last_n = n;
-    }
-}
-
-static double phase_end(phase *p, size_t n) {
-    double secs = now_s() - p->t0;
-    fprintf(stderr, "stories_load: %s: %zu in %.1f s, %.0f/s\n", p->name, n, secs, (double)n / secs);
-    return secs;
-}
-
-/* ---- Worker threads ------------------------------------------------------- */
-
-typedef struct worker {
-    int id;
-    pthread_t th;
-    void *(*fn)(void *);
-    /* ratings */
-    size_t from, to;
-    double until; /* timed phase: stop at this now_s() */
-    bool live;    /* timed phase: ratings stamped with its clock (timed_time) */
-    size_t done;
-    uint64_t *lat; /* sampled latencies, ns */
-    size_t n_lat, cap_lat;
-} worker;
-
-static worker *workers;
-static atomic_int running;
-
-static bool workers_done(void) {
-    return atomic_load(&running) == 0 || atomic_load(&failed) != 0;
-}
-
-static void *worker_main(void *arg) {
-    worker *w = arg;
-    w->fn(w);
-    atomic_fetch_sub(&running, 1);
-    return NULL;
-}
-
-static void run_workers(void *(*fn)(void *), phase *p, size_t total, double every) {
-    atomic_store(&running, opt.threads);
-    for (int t = 0; t < opt.threads; t++) {
-        worker *w = &workers[t];
-        w->id = t;
-        w->fn = fn;
-        w->from = total * (size_t)t / (size_t)opt.threads;
-        w->to = total * (size_t)(t + 1) / (size_t)opt.threads;
-        w->done = 0;
-        if (pthread_create(&w->th, NULL, worker_main, w) != 0) die("pthread_create: %s", strerror(errno));
-    }
-    phase_watch(p, every, workers_done);
-    for (int t = 0; t < opt.threads; t++)
-        pthread_join(workers[t].th, NULL);
-    if (atomic_load(&failed)) die("%s failed (see above)", p->name);
-}
-
-static void *create_stories(void *arg) {
-    worker *w = arg;
-    char url[128];
-    char *content = malloc(4096);
-    hr_arena a = HR_ARENA_INIT;
-    for (size_t i = (size_t)w->id; i < n_stories && !atomic_load(&failed); i += (size_t)opt.threads) {
-        hr_err err = {0};
-        size_t ul = make_url(i, url, sizeof url);
-        size_t cl = make_content(i, content, 4096);
-        hr_story st;
-        bool dup = false;
-        int rc = hr_stories_create(stories, hr_slice_of(url, ul), hr_slice_of(content, cl), story_time[i], &a,
-                                   &st, &dup, &err);
-        if (rc == HR_OK && dup)
-            rc = hr_err_set(&err, HR_ECONFLICT, "story %zu (%s) is a duplicate of %s", i, url, st.id);
-        if (rc != HR_OK) {
-            fail("hr_stories_create", rc, &err);
-            break;
-        }
-        memcpy(ids[i], st.id, HR_STORY_ID_LEN + 1);
-        hr_arena_reset(&a);
-        atomic_fetch_add_explicit(&progress, 1, memory_order_relaxed);
-    }
-    hr_arena_free(&a);
-    free(content);
-    return NULL;
-}
-
-static int put_one(worker *w, hr_arena *a, const char *subject, size_t story, int score, int64_t time_ms,
-                   bool sample) {
-    hr_err err = {0};
-    hr_rating out;
-    bool applied;
-    int64_t sum;
-    uint64_t t0 = sample ? now_ns() : 0;
-    int rc = hr_ratings_put(ratings, hr_slice_str(subject), hr_slice_of(ids[story], HR_STORY_ID_LEN), score,
-                            time_ms, a, &out, &applied, &sum, &err);
-    if (sample && w->n_lat < w->cap_lat) w->lat[w->n_lat++] = now_ns() - t0;
-    hr_arena_reset(a);
-    if (rc != HR_OK) fail("hr_ratings_put", rc, &err);
-    return rc;
-}
-
-/* Ratings [from, to) of the bulk model; the thread's generator depends on
- * (seed, thread) only. */
-static void *put_ratings(void *arg) {
-    worker *w = arg;
-    rng r;
-    rng_seed(&r, opt.seed * 7919 + 1 + (uint64_t)w->id);
-    hr_arena a = HR_ARENA_INIT;
-    char subject[32];
-    for (size_t i = w->from; i < w->to && !atomic_load(&failed); i++) {
-        snprintf(subject, sizeof subject, "u%" PRIu64, rng_below(&r, n_members));
-        size_t s = zipf_story(&r);
-        if (put_one(w, &a, subject, s, draw_score(&r), draw_time(&r, s), i % SAMPLE_EVERY == 0) != HR_OK)
-            break;
-        w->done++;
-        atomic_fetch_add_explicit(&progress, 1, memory_order_relaxed);
-    }
-    hr_arena_free(&a);
-    return NULL;
-}
-
-/* The time of a rating of the steady-state phase: back-dated as in the load,
- * or (live) the phase's clock, END_MS at its start. */
-static int64_t timed_time(rng *r, size_t story, const worker *w) {
-    if (!w->live) return draw_time(r, story);
-    return END_MS + (int64_t)((now_s() - (w->until - opt.duration)) * 1000.0);
-}
-
-/* The same model until w->until (the steady-state phase). The live run
- * draws its own subjects and stories, not a replay of the back-dated run's
- * (which would make every one of them a re-rating). */
-static void *put_timed(void *arg) {
-    worker *w = arg;
-    rng r;
-    rng_seed(&r, opt.seed * 104729 + 17 + (uint64_t)w->id + (w->live ? 7919 * 64 : 0));
-    hr_arena a = HR_ARENA_INIT;
-    char subject[32];
-    for (size_t i = 0; !atomic_load(&failed); i++) {
-        if ((i & 63) == 0 && now_s() >= w->until) break;
-        snprintf(subject, sizeof subject, "u%" PRIu64, rng_below(&r, n_members));
-        size_t s = zipf_story(&r);
-        if (put_one(w, &a, subject, s, draw_score(&r), timed_time(&r, s, w), true) != HR_OK) break;
-        w->done++;
-        atomic_fetch_add_explicit(&progress, 1, memory_order_relaxed);
-    }
-    hr_arena_free(&a);
-    return NULL;
-}
-
-/* ---- Latency statistics --------------------------------------------------- */
-
-static int cmp_u64(const void *x, const void *y) {
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-    return (a > b) - (a < b);
-}
-
-typedef struct stats {
-    size_t n;
-    double p50, p90, p99, max, mean; /* ms */
-} stats;
-
-static double pct(const uint64_t *v, size_t n, double p) {
-    size_t k = (size_t)ceil(p * (double)n);
-    if (k < 1) k = 1;
-    if (k > n) k = n;
-    return (double)v[k - 1] / 1e6;
-}
-
-static stats summarise(uint64_t *v, size_t n) {
-    stats s = {0};
-    if (n == 0) return s;
-    qsort(v, n, sizeof *v, cmp_u64);
-    double sum = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += (double)v[i];
-    s.n = n;
-    s.p50 = pct(v, n, 0.50);
-    s.p90 = pct(v, n, 0.90);
-    s.p99 = pct(v, n, 0.99);
-    s.max = (double)v[n - 1] / 1e6;
-    s.mean = sum / (double)n / 1e6;
-    return s;
-}
-
-static void print_stats(const char *key, const stats *s) {
-    printf("%s_N=%zu\n%s_P50_MS=%.3f\n%s_P90_MS=%.3f\n%s_P99_MS=%.3f\n%s_MAX_MS=%.3f\n%s_MEAN_MS=%.3f\n", key,
-           s->n, key, s->p50, key, s->p90, key, s->p99, key, s->max, key, s->mean);
-}
-
-/* ---- Queries --------------------------------------------------------------- */
-
-typedef enum { Q_UNSEEN_TOP, Q_UNSEEN_HOT, Q_TOP_RATED } query_kind;
-
-typedef struct query {
-    query_kind kind;
-    const char *subject;
-    size_t limit;
-} query;
-
-/* One call; *n_items the page's length. */
-static int run_query(const query *q, hr_arena *a, size_t *n_items, hr_story_page *page_out) {
-    hr_err err = {0};
-    hr_list_req req = {.limit = q->limit};
-    hr_story_page page;
-    int rc;
-    if (q->kind == Q_TOP_RATED)
-        rc = hr_ratings_top_rated(ratings, hr_slice_str(q->subject), &req, a, &page, &err);
-    else
-        rc = hr_ratings_unseen(ratings, hr_slice_str(q->subject),
-                               q->kind == Q_UNSEEN_HOT ? HR_RANK_HOT : HR_RANK_TOP, &req, a, &page, &err);
-    if (rc != HR_OK) {
-        fail(q->kind == Q_TOP_RATED ? "hr_ratings_top_rated" : "hr_ratings_unseen", rc, &err);
-        return rc;
-    }
-    *n_items = page.n;
-    if (page_out) *page_out = page;
-    return HR_OK;
-}
-
-/* Store ops by type and batches, for "ops per call". */
-typedef struct opcount {
-    uint64_t ops[HR_OP_COUNT_];
-    uint64_t batches;
-} opcount;
-
-static opcount ops_now(void) {
-    opcount c;
-    hr_store_metrics m;
-    hr_store_metrics_of(NULL, &m);
-    memcpy(c.ops, m.ops, sizeof c.ops);
-    c.batches = m.batches;
-    return c;
-}
-
-/* KEY_BATCHES=x and KEY_OPS='get:x zadd:y ...' per call, between two counts. */
-static void print_ops(const char *key, const opcount *a, const opcount *b, size_t calls) {
-    if (calls == 0) return;
-    printf("%s_BATCHES=%.2f\n%s_OPS='", key, (double)(b->batches - a->batches) / (double)calls, key);
-    bool first = true;
-    for (int t = 0; t < HR_OP_COUNT_; t++) {
-        uint64_t d = b->ops[t] - a->ops[t];
-        if (d == 0) continue;
-        printf("%s%s:%.1f", first ? "" : " ", hr_op_label((hr_op_type)t), (double)d / (double)calls);
-        first = false;
-    }
-    printf("'\n");
-}
-
-/* Up to `calls` calls on this thread (after `warmup`), stopping after
- * opt.query_secs; latency stats, and the store ops they made. */
-static stats time_query(const char *key, const query *q, int calls, int warmup, size_t *n_items) {
-    uint64_t *lat = malloc((size_t)calls * sizeof *lat);
-    hr_arena a = HR_ARENA_INIT;
-    for (int i = 0; i < warmup; i++) {
-        if (run_query(q, &a, n_items, NULL) != HR_OK) die("query failed");
-        hr_arena_reset(&a);
-    }
-    opcount c0 = ops_now();
-    double deadline = now_s() + opt.query_secs;
-    int n = 0;
-    while (n < calls && (n < 50 || now_s() < deadline)) {
-        uint64_t t0 = now_ns();
-        if (run_query(q, &a, n_items, NULL) != HR_OK) die("query failed");
-        lat[n++] = now_ns() - t0;
-        hr_arena_reset(&a);
-    }
-    opcount c1 = ops_now();
-    print_ops(key, &c0, &c1, (size_t)n);
-    hr_arena_free(&a);
-    stats s = summarise(lat, (size_t)n);
-    free(lat);
-    return s;
-}
-
-/* A throughput run lasts at least this long, however few its calls: the
- * heavy member's unseen makes 2 000 calls in ~0.06 s, where one stall of a
- * background flush halved the calls/s of a bench run. */
-#define THROUGHPUT_MIN_SECS 2.0
-
-typedef struct qthread {
-    pthread_t th;
-    const query *q;
-    int calls, done;
-    double until;    /* calls go on past `calls` until then */
-    double deadline; /* and stop then, past 10 calls */
-} qthread;
-
-static void *query_thread(void *arg) {
-    qthread *t = arg;
-    hr_arena a = HR_ARENA_INIT;
-    size_t n;
-    while ((t->done < t->calls || now_s() < t->until) && !atomic_load(&failed) &&
-           (t->done < 10 || now_s() < t->deadline)) {
-        run_query(t->q, &a, &n, NULL);
-        hr_arena_reset(&a);
-        t->done++;
-    }
-    hr_arena_free(&a);
-    return NULL;
-}
-
-/* calls/s with opt.threads threads, each making `calls` calls or more, for
- * at least THROUGHPUT_MIN_SECS and at most a third of opt.query_secs. */
-static double query_throughput(const query *q, int calls) {
-    qthread *t = calloc((size_t)opt.threads, sizeof *t);
-    double t0 = now_s();
-    for (int i = 0; i < opt.threads; i++) {
-        t[i].q = q;
-        t[i].calls = calls;
-        t[i].until = t0 + THROUGHPUT_MIN_SECS;
-        t[i].deadline = t0 + opt.query_secs / 3;
-        pthread_create(&t[i].th, NULL, query_thread, &t[i]);
-    }
-    int done = 0;
-    for (int i = 0; i < opt.threads; i++) {
-        pthread_join(t[i].th, NULL);
-        done += t[i].done;
-    }
-    double secs = now_s() - t0;
-    free(t);
-    if (atomic_load(&failed)) die("query failed");
-    return (double)done / secs;
-}
-
-/* Phase 5: each query on one thread (latency), then on opt.threads threads
- * (calls/s). Keys are prefixed with `prefix`; unseen_only: the first query. */
-static void run_queries(const char *prefix, bool unseen_only) {
-    static const struct {
-        const char *key;
-        query q;
-    } qs[] = {
-        {"UNSEEN_TOP", {Q_UNSEEN_TOP, HEAVY, 20}},
-        {"UNSEEN_HOT", {Q_UNSEEN_HOT, HEAVY, 20}},
-        {"UNSEEN_TYPICAL", {Q_UNSEEN_TOP, "u1", 20}},
-        {"TOP_RATED", {Q_TOP_RATED, HEAVY, 20}},
-    };
-    for (size_t i = 0; i < (unseen_only ? 1 : sizeof qs / sizeof qs[0]); i++) {
-        if (opt.only && strcmp(opt.only, qs[i].key) != 0) continue;
-        int calls = i == 0 ? opt.calls : opt.calls / 4 > 50 ? opt.calls / 4 : 50;
-        size_t items = 0;
-        char key[64];
-        snprintf(key, sizeof key, "%s%s", prefix, qs[i].key);
-        fprintf(stderr, "stories_load: %s: up to %d calls (%.0f s) on 1 thread\n", key, calls,
-                opt.query_secs);
-        stats s = time_query(key, &qs[i].q, calls, calls / 20 + 5, &items);
-        double qps = query_throughput(&qs[i].q, calls / 2 > 20 ? calls / 2 : 20);
-        fprintf(stderr, "stories_load: %s: %zu items, p50 %.3f ms, p99 %.3f ms; %d threads %.0f calls/s\n",
-                key, items, s.p50, s.p99, opt.threads, qps);
-        print_stats(key, &s);
-        printf("%s_ITEMS=%zu\n%s_PER_S=%.0f\n", key, items, key, qps);
-    }
 }
 
 /* ---- Export ----------------------------------------------------------------- */
@@ -753,65 +201,6 @@ static size_t export_ratings(int64_t *score_sum, size_t *heavy_n) {
     hr_arena_free(&a);
     close_out(f, "ratings.tsv");
     return n;
-}
-
-/* The latencies the workers sampled, summarised; their samples are cleared. */
-static stats workers_latency(void) {
-    size_t n = 0;
-    for (int t = 0; t < opt.threads; t++)
-        n += workers[t].n_lat;
-    uint64_t *all = malloc((n ? n : 1) * sizeof *all);
-    if (!all) die("out of memory");
-    n = 0;
-    for (int t = 0; t < opt.threads; t++) {
-        memcpy(all + n, workers[t].lat, workers[t].n_lat * sizeof *all);
-        n += workers[t].n_lat;
-        workers[t].n_lat = 0;
-    }
-    stats s = summarise(all, n);
-    free(all);
-    return s;
-}
-
-/* Phase 4: the upsert model on the loaded store for --duration seconds, its
- * ratings back-dated as the load's or (live) stamped with the phase's clock.
- * Prints UPSERTS_PER_S, UPSERT_* (live: LIVE_UPSERTS_PER_S, LIVE_UPSERT_*). */
-static void timed_upserts(bool live) {
-    const char *pre = live ? "LIVE_" : "";
-    phase p;
-    phase_start(&p, live ? "upserts (timed, live)" : "upserts (timed, back-dated)", 0);
-    double until = now_s() + opt.duration;
-    for (int t = 0; t < opt.threads; t++) {
-        workers[t].until = until;
-        workers[t].live = live;
-        size_t cap = (size_t)(opt.duration * 200000) + 16;
-        if (cap > workers[t].cap_lat) {
-            free(workers[t].lat);
-            workers[t].lat = malloc(cap * sizeof(uint64_t));
-            workers[t].cap_lat = cap;
-        }
-    }
-    opcount c0 = ops_now();
-    double tcpu0 = cpu_s();
-    run_workers(put_timed, &p, 0, 5);
-    double secs = now_s() - p.t0;
-    double cpu = cpu_s() - tcpu0;
-    opcount c1 = ops_now();
-    size_t done = 0;
-    for (int t = 0; t < opt.threads; t++)
-        done += workers[t].done;
-    stats s = workers_latency();
-    double cpu_us = done ? cpu * 1e6 / (double)done : 0;
-    fprintf(stderr,
-            "stories_load: %s: %zu in %.1f s, %.0f/s, %.1f us of CPU each, p50 %.3f ms, p99 %.3f ms\n",
-            p.name, done, secs, (double)done / secs, cpu_us, s.p50, s.p99);
-    printf("%sUPSERT_THREADS=%d\n%sUPSERT_SECS=%.1f\n%sUPSERT_DONE=%zu\n%sUPSERTS_PER_S=%.0f\n%sUPSERT_CPU_"
-           "US=%.1f\n",
-           pre, opt.threads, pre, secs, pre, done, pre, (double)done / secs, pre, cpu_us);
-    char key[32];
-    snprintf(key, sizeof key, "%sUPSERT", pre);
-    print_ops(key, &c0, &c1, done);
-    print_stats(key, &s);
 }
 
 /* ---- Main ---------------------------------------------------------------------- */
