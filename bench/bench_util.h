@@ -1,6 +1,7 @@
 /* bench_util.h — small helpers for the in-process benchmark programs
  * (bench/reading_load.c, bench/stories_load.c): a seeded random generator,
- * Zipf draws, latency percentiles and a progress line. Header-only, so a loader is one file plus this. */
+ * Zipf draws, latency percentiles and a progress line. Header-only: a
+ * loader links nothing of the benches' own but its files. */
 #ifndef HR_BENCH_UTIL_H
 #define HR_BENCH_UTIL_H
 
