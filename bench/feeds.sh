@@ -31,6 +31,8 @@
 # dataset loaded before by `herald load --users $BENCH_FEEDS_USERS`; parts 1-2
 # are then skipped (no fan-out figures) and parts 3-6 run on it (the probes of
 # part 6 add activities to it); Redis Cluster is then not measured.
+# BENCH_ROCKSDB_QUERY: tuning after the RocksDB store's path (off=memos:
+# bench/lib.sh).
 
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -85,7 +87,7 @@ if [ -n "$REUSE_DATA" ]; then
     echo "(dataset loaded before, reused from $REUSE_DATA)" >"$TMP/load-fanout-rocksdb.txt"
     : >"$TMP/load-fanout-redis.txt"
 else
-    load fanout-rocksdb "rocksdb:$TMP/fanout-rocks" "$FANOUT_USERS"
+    load fanout-rocksdb "$(rocks_uri "$TMP/fanout-rocks")" "$FANOUT_USERS"
     FAN_ROCKS=$(entries_per_s fanout-rocksdb)
 fi
 
@@ -97,7 +99,7 @@ elif [ "$USERS" = "$FANOUT_USERS" ]; then
     cp "$TMP/load-fanout-rocksdb.txt" "$TMP/load-main.txt"
     DATA=$TMP/fanout-rocks
 else
-    load main "rocksdb:$TMP/main-rocks" "$USERS"
+    load main "$(rocks_uri "$TMP/main-rocks")" "$USERS"
     DATA=$TMP/main-rocks
 fi
 
@@ -166,7 +168,7 @@ stop_pid "$NGINX_PID"
 # cluster holds ~21 GB, which left too little memory on a 24 GB machine for the
 # page cache to hold the 3.6 GB RocksDB store, so its pages read the disk.
 page_cache_warm "$DATA"
-measure rocksdb "rocksdb:$DATA" "$USERS"
+measure rocksdb "$(rocks_uri "$DATA")" "$USERS"
 
 # ---- 1 (Redis). the same fan-out into Redis Cluster, then parts 3-6 on it -------------
 if [ -z "$REUSE_DATA" ]; then

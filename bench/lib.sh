@@ -13,6 +13,9 @@ WARMUP=${BENCH_WARMUP:-2}               # seconds of wrk before it
 CONNS=${BENCH_CONNECTIONS:-64}
 WRK_THREADS=${BENCH_WRK_THREADS:-2}
 HERALD=${HERALD_BIN:-build/herald}
+# BENCH_ROCKSDB_QUERY: tuning put after the RocksDB store's path in its URI
+# (src/store/rocks/memory.h), e.g. off=chunks to measure a cache's worth.
+rocks_uri() { echo "rocksdb:$1${BENCH_ROCKSDB_QUERY:+?$BENCH_ROCKSDB_QUERY}"; }
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 

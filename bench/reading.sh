@@ -43,6 +43,7 @@
 #   BENCH_WRK_THREADS     wrk threads (2)
 #   BENCH_SKIP_PG         1: skip part 3
 #   BENCH_STRICT          1: exit 1 when a target is missed
+#   BENCH_ROCKSDB_QUERY   tuning after the store's path (off=chunks: bench/lib.sh)
 #   BENCH_TMPDIR          where the temp dir goes (TMPDIR, /tmp): ~15 GB at scale 1
 #   BENCH_READING_KEEP    a directory: the loaded store, the exports and the
 #                         loader's figures go there and stay after the run
@@ -110,7 +111,7 @@ if awk -v l="${LOAD_START%% *}" 'BEGIN { exit !(l > 0.5) }'; then
 fi
 
 STORE_CACHE="memory=$(( $(cache_mb) + 2048 ))m" # PostgreSQL's shared_buffers on top of the default
-lcmd=(nice "$LOADER" --store "rocksdb:$STORE_DIR" --scale "$SCALE" --heavy "$HEAVY" --threads 2 --calls "$CALLS"
+lcmd=(nice "$LOADER" --store "$(rocks_uri "$STORE_DIR")" --scale "$SCALE" --heavy "$HEAVY" --threads 2 --calls "$CALLS"
       --duration "$DUR" --set "$STORE_CACHE")
 if [ -n "$REUSE" ]; then
     [ -f "$REUSE/load.env" ] && [ -d "$STORE_DIR" ] && [ -d "$DATA" ] ||
@@ -141,7 +142,7 @@ log "loaded: $READS_RECORDED reads recorded, RocksDB $(du -sh "$STORE_DIR" | cut
 # ---- 2. herald over HTTP ------------------------------------------------------------
 
 page_cache_warm "$STORE_DIR"
-start_herald rocksdb "rocksdb:$STORE_DIR" --set "$STORE_CACHE"
+start_herald rocksdb "$(rocks_uri "$STORE_DIR")" --set "$STORE_CACHE"
 URL=$HERALD_URL
 export BENCH_FEEDS_FILE=$DATA/feeds.txt BENCH_USERS_FILE=$DATA/query_users.txt
 

@@ -95,7 +95,7 @@ stop_pid "$NGINX_PID"
 
 # ---- 2. herald on RocksDB ------------------------------------------------------
 
-start_herald rocksdb "rocksdb:$TMP/rocksdb"
+start_herald rocksdb "$(rocks_uri "$TMP/rocksdb")"
 run_wrk "herald rocksdb PUT" "$CONNS" bench/counter_put.lua "$HERALD_URL"
 run_wrk "herald rocksdb GET" "$CONNS" bench/counter_get.lua "$HERALD_URL"
 kill -0 "$HERALD_PID" 2>/dev/null || { tail_log "$TMP/herald-rocksdb.err"; die "herald (rocksdb) died during the run"; }

@@ -43,6 +43,7 @@
 #   BENCH_CONNECTIONS    wrk connections for the throughput runs (64)
 #   BENCH_WRK_THREADS    wrk threads (2)
 #   BENCH_SKIP_PG        1: skip part 3
+#   BENCH_ROCKSDB_QUERY  tuning after the store's path (off=rankings: bench/lib.sh)
 #   BENCH_STRICT         1: exit 1 when a target is missed
 #   BENCH_TMPDIR         where the temp dir goes (TMPDIR, /tmp): needs ~10 GB free
 #                        at scale 1
@@ -108,7 +109,7 @@ fi
 
 mkdir -p "$DATA"
 STORE_DIR=$TMP/rocksdb
-lcmd=("$LOADER" --store "rocksdb:$STORE_DIR" --scale "$SCALE" --threads 2 --calls "$CALLS" --query-secs "$QUERY_SECS" --duration "$UPSERT_DUR" --out "$DATA")
+lcmd=("$LOADER" --store "$(rocks_uri "$STORE_DIR")" --scale "$SCALE" --threads 2 --calls "$CALLS" --query-secs "$QUERY_SECS" --duration "$UPSERT_DUR" --out "$DATA")
 COMMANDS+=("$(quote_cmd "${lcmd[@]}")")
 log "loading (scale $SCALE): ${lcmd[*]}"
 # Results (KEY=VALUE) to load.env; progress to the terminal and load.log.
@@ -122,7 +123,7 @@ log "loaded in $(( LOAD_DONE - START_TIME )) s; data $(du -sh "$STORE_DIR" | cut
 # ---- 2. herald over HTTP ------------------------------------------------------------
 
 HSTART=$(date +%s.%N)
-start_herald stories "rocksdb:$STORE_DIR"
+start_herald stories "$(rocks_uri "$STORE_DIR")"
 HERALD_OPEN_S=$(awk -v a="$HSTART" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 URL=$HERALD_URL
 UNSEEN_PATH="/api/v1/members/heavy/unseen?limit=20"
