@@ -130,6 +130,12 @@ static inline bool rocks_declared(rocks_store *s, hr_decl_kind kind, hr_slice ke
 /* ------------------------------------------------------------------------ */
 /* One batch being executed (rocks.c, rocks_view.c)                          */
 
+/* The private state of a data type's module in one batch: each module
+ * defines its part, makes it on its first use in the batch (in x->mem,
+ * unless it says otherwise) and ends it in the hooks rocks/engine.c calls
+ * at the end of the batch. The engine sees none of their fields. */
+struct queue_rx; /* queue changes, applied after the commit (rocks/queue.c) */
+
 typedef struct vent vent; /* a view entry, private to rocks_view.c */
 typedef struct zent zent; /* a sorted set kept in memory (rocks_zmem.c) */
 
@@ -214,8 +220,7 @@ typedef struct rx {
     uint32_t *pcol_rows;
     size_t pcol_cap;
     uint32_t pcol_nrows;
-    hr_buf tlkey;      /* scratch for time-list keys (rocks_tl.c) */
-    struct qbatch *qb; /* the queue changes to apply after the commit (rocks_queue.c) */
+    hr_buf tlkey; /* scratch for time-list keys (rocks_tl.c) */
     /* Sets kept in memory (rocks_zmem.c): the entries the batch holds, its
      * staged changes, and moves of sets on disk. malloc'd; zmem_end frees. */
     zent **zheld;
@@ -235,6 +240,8 @@ typedef struct rx {
     size_t ntlc, tlc_cap;
     hr_slice *tlc_want;
     size_t ntlc_want, tlc_want_cap;
+    /* The data types' parts (above): NULL until their module makes one. */
+    struct queue_rx *queue;
 } rx;
 
 /* What the batch itself knows of (cf, key), without reading the DB: true
