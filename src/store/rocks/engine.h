@@ -134,6 +134,7 @@ static inline bool rocks_declared(rocks_store *s, hr_decl_kind kind, hr_slice ke
  * defines its part, makes it on its first use in the batch (in x->mem,
  * unless it says otherwise) and ends it in the hooks rocks/engine.c calls
  * at the end of the batch. The engine sees none of their fields. */
+struct pset_rx;  /* packed-set chunks the batch changed (rocks/pset.c) */
 struct queue_rx; /* queue changes, applied after the commit (rocks/queue.c) */
 
 typedef struct vent vent; /* a view entry, private to rocks_view.c */
@@ -188,10 +189,6 @@ typedef struct rx {
      * view. */
     rocksdb_iterator_t *zit;
     rocksdb_readoptions_t *zit_ropts;
-    /* Packed-set chunks the batch changed (keys in mem, repeats allowed):
-     * their decoded forms (rx_aux) are written once each, by pset_flush. */
-    hr_slice *pset_dirty;
-    size_t pset_ndirty, pset_dirty_cap;
     /* Whole sorted sets (rocks_zcache.c): the on-disk sets the batch wrote
      * (keys in mem, repeats allowed), and what it read whole to offer. */
     hr_slice *zc_written;
@@ -241,6 +238,7 @@ typedef struct rx {
     hr_slice *tlc_want;
     size_t ntlc_want, tlc_want_cap;
     /* The data types' parts (above): NULL until their module makes one. */
+    struct pset_rx *pset;
     struct queue_rx *queue;
 } rx;
 

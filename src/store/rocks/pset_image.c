@@ -272,23 +272,23 @@ static bool chunk_of_key(hr_slice chunk_key, uint64_t *set, uint32_t *chunk) {
     return true;
 }
 
-void pimg_before_write(rx *x) {
+void pimg_before_write(rx *x, const hr_slice *chunks, size_t n) {
     uint64_t set;
     uint32_t chunk;
-    for (size_t i = 0; i < x->pset_ndirty; i++) {
-        if (!chunk_of_key(x->pset_dirty[i], &set, &chunk)) continue;
+    for (size_t i = 0; i < n; i++) {
+        if (!chunk_of_key(chunks[i], &set, &chunk)) continue;
         lslot *sl = slot_lock(x->s->pimg_log, set);
         log_append(sl, set, chunk, x);
         pthread_mutex_unlock(&sl->lock);
     }
 }
 
-void pimg_after_write(rx *x, bool ok, bool wrote, uint64_t stamp) {
+void pimg_after_write(rx *x, const hr_slice *chunks, size_t n, bool ok, bool wrote, uint64_t stamp) {
     uint64_t set;
     uint32_t chunk;
     if (!wrote) return; /* nothing was logged */
-    for (size_t i = 0; i < x->pset_ndirty; i++) {
-        if (!chunk_of_key(x->pset_dirty[i], &set, &chunk)) continue;
+    for (size_t i = 0; i < n; i++) {
+        if (!chunk_of_key(chunks[i], &set, &chunk)) continue;
         lslot *sl = slot_lock(x->s->pimg_log, set);
         log_settle(sl, set, chunk, x, ok, stamp);
         pthread_mutex_unlock(&sl->lock);
