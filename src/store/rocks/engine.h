@@ -135,6 +135,8 @@ static inline bool rocks_declared(rocks_store *s, hr_decl_kind kind, hr_slice ke
  * unless it says otherwise) and ends it in the hooks rocks/engine.c calls
  * at the end of the batch. The engine sees none of their fields. */
 struct pset_rx;  /* packed-set chunks the batch changed (rocks/pset.c) */
+struct pimg_rx;  /* images of large packed sets (rocks/pset_image.c) */
+struct pcol_rx;  /* their member columns (rocks/pset_columns.c) */
 struct queue_rx; /* queue changes, applied after the commit (rocks/queue.c) */
 
 typedef struct vent vent; /* a view entry, private to rocks_view.c */
@@ -203,20 +205,6 @@ typedef struct rx {
      * read of the whole set), and the cached set the scan took (origin). */
     bool zc_attached_only;
     void *zc_origin;
-    /* Images of large packed sets (rocks_pimage.c): per op of the batch
-     * (NULL until a test plans one), and the images the batch has built. */
-    struct pimg_op *pimg_ops;
-    size_t pimg_builds;
-    /* Member columns (rocks_pcols.c): the columns the batch has filled; the
-     * members its last column test asked about (an op's u64s), whether other
-     * tests share them, and their rows once looked up, when pcol_nrows rows
-     * existed. */
-    size_t pcol_fills;
-    const uint64_t *pcol_members;
-    bool pcol_shared, pcol_looked_up;
-    uint32_t *pcol_rows;
-    size_t pcol_cap;
-    uint32_t pcol_nrows;
     hr_buf tlkey; /* scratch for time-list keys (rocks_tl.c) */
     /* Sets kept in memory (rocks_zmem.c): the entries the batch holds, its
      * staged changes, and moves of sets on disk. malloc'd; zmem_end frees. */
@@ -239,6 +227,8 @@ typedef struct rx {
     size_t ntlc_want, tlc_want_cap;
     /* The data types' parts (above): NULL until their module makes one. */
     struct pset_rx *pset;
+    struct pimg_rx *pimg;
+    struct pcol_rx *pcol;
     struct queue_rx *queue;
 } rx;
 
