@@ -134,10 +134,11 @@ static inline bool rocks_declared(rocks_store *s, hr_decl_kind kind, hr_slice ke
  * defines its part, makes it on its first use in the batch (in x->mem,
  * unless it says otherwise) and ends it in the hooks rocks/engine.c calls
  * at the end of the batch. The engine sees none of their fields. */
-struct pset_rx;  /* packed-set chunks the batch changed (rocks/pset.c) */
-struct pimg_rx;  /* images of large packed sets (rocks/pset_image.c) */
-struct pcol_rx;  /* their member columns (rocks/pset_columns.c) */
-struct queue_rx; /* queue changes, applied after the commit (rocks/queue.c) */
+struct pset_rx;   /* packed-set chunks the batch changed (rocks/pset.c) */
+struct pimg_rx;   /* images of large packed sets (rocks/pset_image.c) */
+struct pcol_rx;   /* their member columns (rocks/pset_columns.c) */
+struct zcache_rx; /* whole sorted sets written and read (rocks/zset_cache.c) */
+struct queue_rx;  /* queue changes, applied after the commit (rocks/queue.c) */
 
 typedef struct vent vent; /* a view entry, private to rocks_view.c */
 typedef struct zent zent; /* a sorted set kept in memory (rocks_zmem.c) */
@@ -191,20 +192,6 @@ typedef struct rx {
      * view. */
     rocksdb_iterator_t *zit;
     rocksdb_readoptions_t *zit_ropts;
-    /* Whole sorted sets (rocks_zcache.c): the on-disk sets the batch wrote
-     * (keys in mem, repeats allowed), and what it read whole to offer. */
-    hr_slice *zc_written;
-    size_t zc_nwritten, zc_written_cap;
-    hr_slice *zc_offers; /* key, value, key, value... (in mem) */
-    size_t zc_noffers, zc_offers_cap;
-    /* While zc_scan walks a cached set: its bytes, which live as long as
-     * the batch's results (hr_batch_hold), so op_zrange points into them. */
-    hr_slice zc_lasting;
-    /* op_zrange's exchange with zc_scan: its spec asks for the origin alone
-     * when it carries an attachment (hr_zrange_spec.attached_only, for a
-     * read of the whole set), and the cached set the scan took (origin). */
-    bool zc_attached_only;
-    void *zc_origin;
     hr_buf tlkey; /* scratch for time-list keys (rocks_tl.c) */
     /* Sets kept in memory (rocks_zmem.c): the entries the batch holds, its
      * staged changes, and moves of sets on disk. malloc'd; zmem_end frees. */
@@ -229,6 +216,7 @@ typedef struct rx {
     struct pset_rx *pset;
     struct pimg_rx *pimg;
     struct pcol_rx *pcol;
+    struct zcache_rx *zcache;
     struct queue_rx *queue;
 } rx;
 

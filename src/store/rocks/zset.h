@@ -117,9 +117,20 @@ void zi_append(hr_buf *out, uint64_t enc, hr_slice member);
  * zs_scan for the set (key, m), answered from the cache when it may be; a
  * read of the whole set is offered to it. zc_note_write: the batch writes
  * the set's entries (zs_write, zs_remove). Around the commit, as the record
- * cache's rx_cache_before_write / _after_write (and called by them). */
+ * cache's rx_cache_before_write / _after_write (and called by them).
+ * zc_read is op_zrange's exchange with zc_scan (other callers pass NULL):
+ * its spec asks for the origin alone when it carries an attachment
+ * (hr_zrange_spec.attached_only, for a read of the whole set), and the
+ * cached set the scan took (origin). */
+typedef struct zc_read {
+    bool attached_only;
+    void *origin;
+    /* While zc_scan walks a cached set: its bytes, which live as long as
+     * the batch's results (hr_batch_hold), so op_zrange points into them. */
+    hr_slice lasting;
+} zc_read;
 int zc_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, double max, const hr_slice *after,
-            zs_visit visit, void *ctx);
+            zs_visit visit, void *ctx, zc_read *rd);
 void zc_note_write(rx *x, hr_slice key);
 void zc_before_write(rx *x);
 void zc_after_write(rx *x, bool ok, bool wrote, uint64_t stamp);
