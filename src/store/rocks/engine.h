@@ -138,25 +138,10 @@ struct pset_rx;   /* packed-set chunks the batch changed (rocks/pset.c) */
 struct pimg_rx;   /* images of large packed sets (rocks/pset_image.c) */
 struct pcol_rx;   /* their member columns (rocks/pset_columns.c) */
 struct zcache_rx; /* whole sorted sets written and read (rocks/zset_cache.c) */
+struct zmem_rx;   /* sets kept in memory (rocks/zset_memory.c) */
 struct queue_rx;  /* queue changes, applied after the commit (rocks/queue.c) */
 
 typedef struct vent vent; /* a view entry, private to rocks_view.c */
-typedef struct zent zent; /* a sorted set kept in memory (rocks_zmem.c) */
-
-/* A change to a set kept in memory, applied after the commit. */
-typedef struct zstage {
-    zent *e;
-    hr_slice member; /* in x->mem */
-    bool removed;
-    uint64_t enc;
-} zstage;
-
-/* Score changes of members of a set on disk, counted toward moving it into
- * memory. */
-typedef struct zmoves {
-    hr_slice key; /* in x->mem */
-    uint64_t version, size, moves;
-} zmoves;
 
 typedef struct rx {
     rocks_store *s;
@@ -193,15 +178,6 @@ typedef struct rx {
     rocksdb_iterator_t *zit;
     rocksdb_readoptions_t *zit_ropts;
     hr_buf tlkey; /* scratch for time-list keys (rocks_tl.c) */
-    /* Sets kept in memory (rocks_zmem.c): the entries the batch holds, its
-     * staged changes, and moves of sets on disk. malloc'd; zmem_end frees. */
-    zent **zheld;
-    bool *zfresh; /* zheld[i] was created by this batch, for a new set */
-    size_t nzheld, zheld_cap;
-    zstage *zst;
-    size_t nzst, zst_cap;
-    zmoves *zmoves;
-    size_t nzmoves, zmoves_cap;
     /* Time lists kept in memory (rocks/timelist_cache.c). tlc_of: set while the
      * batch holds the gate (it writes time lists while some are kept): per
      * op of the batch, the kept list it writes (NULL: none), looked up once
@@ -217,6 +193,7 @@ typedef struct rx {
     struct pimg_rx *pimg;
     struct pcol_rx *pcol;
     struct zcache_rx *zcache;
+    struct zmem_rx *zmem;
     struct queue_rx *queue;
 } rx;
 

@@ -291,10 +291,12 @@ static int zm_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min
     /* The batch's own changes to this set, each member once, at its final
      * score; with any, the walk skips the members they moved or removed. */
     bool mine = false;
-    for (size_t i = 0; i < x->nzst; i++) {
-        if (x->zst[i].e != e) continue;
+    size_t nst;
+    const zstage *st = zmem_staged(x, &nst);
+    for (size_t i = 0; i < nst; i++) {
+        if (st[i].e != e) continue;
         mine = true;
-        hr_slice member = x->zst[i].member;
+        hr_slice member = st[i].member;
         bool dup = false;
         for (size_t j = 0; j < w.nov && !dup; j++)
             dup = hr_slice_eq(w.ov[j].member, member);
@@ -303,7 +305,7 @@ static int zm_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min
         if (dup || !zm_staged(&w, member) || !rx_known(x, w.cf, hr_buf_slice(&w.k), &v, &found) || !found ||
             v.len != 8)
             continue;
-        if (w.ov == NULL) w.ov = hr_arena_alloc(&x->mem, x->nzst * sizeof *w.ov);
+        if (w.ov == NULL) w.ov = hr_arena_alloc(&x->mem, nst * sizeof *w.ov);
         w.ov[w.nov++] = (zov){load_u64(v.ptr), member};
     }
     if (mine && w.ov == NULL) w.ov = hr_arena_alloc(&x->mem, sizeof *w.ov); /* removals only */

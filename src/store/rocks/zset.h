@@ -153,6 +153,16 @@ void zc_after_write(rx *x, bool ok, bool wrote, uint64_t stamp);
 
 /* Sorted sets kept in memory (rocks_zmem.c)                                 */
 
+typedef struct zent zent; /* a sorted set kept in memory */
+
+/* A change to a set kept in memory, applied after the commit. */
+typedef struct zstage {
+    zent *e;
+    hr_slice member; /* in x->mem */
+    bool removed;
+    uint64_t enc;
+} zstage;
+
 /* The sets kept in memory: at most budget bytes of them; all: every set
  * from its creation (tests). */
 zreg *zreg_new(size_t budget, bool all);
@@ -173,6 +183,8 @@ bool zent_score(zent *e, hr_slice member, uint64_t *enc);
 void zent_walk(zent *e, bool reverse, uint64_t enc, hr_slice member, zs_visit visit, void *ctx);
 /* Stage a change (member copied), applied by zmem_commit. */
 void zmem_stage(rx *x, zent *e, hr_slice member, bool removed, uint64_t enc);
+/* The changes the batch has staged, in order: *n of them. */
+const zstage *zmem_staged(const rx *x, size_t *n);
 /* Count moves (score changes) of a set on disk, toward moving it in. */
 void zmem_moved(rx *x, hr_slice key, const rmeta *m, uint64_t moves);
 /* Whether every sorted set lives in memory from its creation (tests). */
