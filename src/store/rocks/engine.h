@@ -40,13 +40,11 @@ enum {
 /* Stripes of the read-modify-write locks (see rocks.c). A power of two. */
 #define ROCKS_STRIPES 1024u
 
-typedef struct zreg zreg;             /* the sorted sets kept in memory (rocks_zmem.c) */
-typedef struct rcache rcache;         /* recently used records of one kind (rocks_view.c) */
-typedef struct rblob rblob;           /* one record of an rcache, shared by reference (rocks_view.c) */
-typedef struct vspares vspares;       /* emptied view tables kept for reuse (rocks_view.c) */
-typedef struct tlcache tlcache;       /* hot time lists' newest entries (rocks_tlcache.c) */
-typedef struct tlc_list tlc_list;     /* one of them */
-typedef struct tlc_change tlc_change; /* a batch's change to one, applied after its commit */
+typedef struct zreg zreg;       /* the sorted sets kept in memory (rocks_zmem.c) */
+typedef struct rcache rcache;   /* recently used records of one kind (rocks_view.c) */
+typedef struct rblob rblob;     /* one record of an rcache, shared by reference (rocks_view.c) */
+typedef struct vspares vspares; /* emptied view tables kept for reuse (rocks_view.c) */
+typedef struct tlcache tlcache; /* hot time lists' newest entries (rocks_tlcache.c) */
 
 /* The stripe of a key. */
 static inline uint32_t rocks_stripe(hr_slice key) {
@@ -130,15 +128,18 @@ static inline bool rocks_declared(rocks_store *s, hr_decl_kind kind, hr_slice ke
 /* ------------------------------------------------------------------------ */
 /* One batch being executed (rocks.c, rocks_view.c)                          */
 
-/* The private state of a data type's module in one batch: each module
- * defines its part, makes it on its first use in the batch (in x->mem,
- * unless it says otherwise) and ends it in the hooks rocks/engine.c calls
- * at the end of the batch. The engine sees none of their fields. */
+/* The private state of a data type's module in one batch, its part: the
+ * module defines it, makes it in x->mem on its first use in the batch, and
+ * frees what it holds outside x->mem in the hooks rocks/engine.c calls at
+ * the end of the batch (zmem_end, tl_end). The engine sees none of their
+ * fields. */
 struct pset_rx;   /* packed-set chunks the batch changed (rocks/pset.c) */
 struct pimg_rx;   /* images of large packed sets (rocks/pset_image.c) */
 struct pcol_rx;   /* their member columns (rocks/pset_columns.c) */
 struct zcache_rx; /* whole sorted sets written and read (rocks/zset_cache.c) */
 struct zmem_rx;   /* sets kept in memory (rocks/zset_memory.c) */
+struct tl_rx;     /* time lists' scratch (rocks/timelist.c) */
+struct tlc_rx;    /* time lists kept in memory (rocks/timelist_cache.c) */
 struct queue_rx;  /* queue changes, applied after the commit (rocks/queue.c) */
 
 typedef struct vent vent; /* a view entry, private to rocks_view.c */
@@ -177,23 +178,14 @@ typedef struct rx {
      * view. */
     rocksdb_iterator_t *zit;
     rocksdb_readoptions_t *zit_ropts;
-    hr_buf tlkey; /* scratch for time-list keys (rocks_tl.c) */
-    /* Time lists kept in memory (rocks/timelist_cache.c). tlc_of: set while the
-     * batch holds the gate (it writes time lists while some are kept): per
-     * op of the batch, the kept list it writes (NULL: none), looked up once
-     * when the stripes are chosen. Then the batch's changes to kept lists,
-     * and the lists its hot reads want kept (in mem). */
-    tlc_list **tlc_of;
-    tlc_change *tlc;
-    size_t ntlc, tlc_cap;
-    hr_slice *tlc_want;
-    size_t ntlc_want, tlc_want_cap;
     /* The data types' parts (above): NULL until their module makes one. */
     struct pset_rx *pset;
     struct pimg_rx *pimg;
     struct pcol_rx *pcol;
     struct zcache_rx *zcache;
     struct zmem_rx *zmem;
+    struct tl_rx *tl;
+    struct tlc_rx *tlc;
     struct queue_rx *queue;
 } rx;
 
