@@ -652,18 +652,20 @@ static bool is_tl_write(hr_op_type t) {
     return t == HR_OP_TLADD || t == HR_OP_TLREM || t == HR_OP_TLTRIM;
 }
 
-/* The sorted, distinct stripes of the keys b writes; *n of them, in mem.
- * With tlc_of (the batch holds the kept lists' gate), each time-list write
- * finds its kept list there (rocks/timelist_cache.c), and blind writes of a kept
- * list take its stripe too (rocks/timelist_cache.c says why). */
-static uint32_t *write_stripes(hr_batch *b, tlcache *tlc, tlc_list **tlc_of, hr_arena *mem, size_t *n) {
-    uint32_t *st = hr_arena_alloc(mem, (b->len ? b->len : 1) * sizeof *st);
+/* The sorted, distinct stripes of the keys x->b writes; *n of them, in
+ * x->mem. With kept (the batch holds the kept lists' gate and some are
+ * kept), each time-list write looks up its kept list
+ * (rocks/timelist_cache.c), and blind writes of a kept list take its
+ * stripe too (rocks/timelist_cache.c says why). */
+static uint32_t *write_stripes(rx *x, bool kept, size_t *n) {
+    hr_batch *b = x->b;
+    uint32_t *st = hr_arena_alloc(&x->mem, (b->len ? b->len : 1) * sizeof *st);
     size_t k = 0;
     for (size_t i = 0; i < b->len; i++) {
         const hr_op *op = &b->ops[i];
         if (op->result.rc != HR_OK) continue;
-        if (tlc_of && is_tl_write(op->type)) tlc_of[i] = tlcache_find(tlc, op->key);
-        if (takes_stripe(op->type) || (tlc_of && tlc_of[i])) st[k++] = rocks_stripe(op->key);
+        bool writes_kept = kept && is_tl_write(op->type) && tlcache_look_up(x, i);
+        if (takes_stripe(op->type) || writes_kept) st[k++] = rocks_stripe(op->key);
     }
     qsort(st, k, sizeof *st, cmp_u32);
     size_t u = 0;
@@ -823,13 +825,13 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
      * write (rocks/timelist_cache.c, CONSISTENCY). Holding the gate, the
      * set of kept lists cannot change, so with none kept there is nothing
      * to look up. */
-    bool gated = writes_time_lists(b);
+    bool gated = writes_time_lists(b), kept = false;
     if (gated) {
         tlcache_gate_enter(s->tlc);
-        if (tlcache_lists(s->tlc) > 0) x.tlc_of = hr_arena_calloc(&x.mem, b->len * sizeof *x.tlc_of);
+        kept = tlcache_begin(&x);
     }
     size_t n_stripes;
-    uint32_t *stripes = write_stripes(b, s->tlc, x.tlc_of, &x.mem, &n_stripes);
+    uint32_t *stripes = write_stripes(&x, kept, &n_stripes);
     x.stripes = stripes;
     x.nstripes = n_stripes;
     for (size_t i = 0; i < n_stripes; i++)
@@ -883,7 +885,7 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
     if (rc == 0) tlcache_keep_wanted(&x); /* with no lock held */
     zmem_end(&x);
     rx_view_free(&x);
-    hr_buf_free(&x.tlkey);
+    tl_end(&x);
     hr_arena_free(&x.mem);
     return rc;
 }

@@ -40,13 +40,11 @@ enum {
 /* Stripes of the read-modify-write locks (see rocks.c). A power of two. */
 #define ROCKS_STRIPES 1024u
 
-typedef struct zreg zreg;             /* the sorted sets kept in memory (rocks_zmem.c) */
-typedef struct rcache rcache;         /* recently used records of one kind (rocks_view.c) */
-typedef struct rblob rblob;           /* one record of an rcache, shared by reference (rocks_view.c) */
-typedef struct vspares vspares;       /* emptied view tables kept for reuse (rocks_view.c) */
-typedef struct tlcache tlcache;       /* hot time lists' newest entries (rocks_tlcache.c) */
-typedef struct tlc_list tlc_list;     /* one of them */
-typedef struct tlc_change tlc_change; /* a batch's change to one, applied after its commit */
+typedef struct zreg zreg;       /* the sorted sets kept in memory (rocks_zmem.c) */
+typedef struct rcache rcache;   /* recently used records of one kind (rocks_view.c) */
+typedef struct rblob rblob;     /* one record of an rcache, shared by reference (rocks_view.c) */
+typedef struct vspares vspares; /* emptied view tables kept for reuse (rocks_view.c) */
+typedef struct tlcache tlcache; /* hot time lists' newest entries (rocks_tlcache.c) */
 
 /* The stripe of a key. */
 static inline uint32_t rocks_stripe(hr_slice key) {
@@ -130,23 +128,21 @@ static inline bool rocks_declared(rocks_store *s, hr_decl_kind kind, hr_slice ke
 /* ------------------------------------------------------------------------ */
 /* One batch being executed (rocks.c, rocks_view.c)                          */
 
+/* The private state of a data type's module in one batch, its part: the
+ * module defines it, makes it in x->mem on its first use in the batch, and
+ * frees what it holds outside x->mem in the hooks rocks/engine.c calls at
+ * the end of the batch (zmem_end, tl_end). The engine sees none of their
+ * fields. */
+struct pset_rx;   /* packed-set chunks the batch changed (rocks/pset.c) */
+struct pimg_rx;   /* images of large packed sets (rocks/pset_image.c) */
+struct pcol_rx;   /* their member columns (rocks/pset_columns.c) */
+struct zcache_rx; /* whole sorted sets written and read (rocks/zset_cache.c) */
+struct zmem_rx;   /* sets kept in memory (rocks/zset_memory.c) */
+struct tl_rx;     /* time lists' scratch (rocks/timelist.c) */
+struct tlc_rx;    /* time lists kept in memory (rocks/timelist_cache.c) */
+struct queue_rx;  /* queue changes, applied after the commit (rocks/queue.c) */
+
 typedef struct vent vent; /* a view entry, private to rocks_view.c */
-typedef struct zent zent; /* a sorted set kept in memory (rocks_zmem.c) */
-
-/* A change to a set kept in memory, applied after the commit. */
-typedef struct zstage {
-    zent *e;
-    hr_slice member; /* in x->mem */
-    bool removed;
-    uint64_t enc;
-} zstage;
-
-/* Score changes of members of a set on disk, counted toward moving it into
- * memory. */
-typedef struct zmoves {
-    hr_slice key; /* in x->mem */
-    uint64_t version, size, moves;
-} zmoves;
 
 typedef struct rx {
     rocks_store *s;
@@ -182,59 +178,15 @@ typedef struct rx {
      * view. */
     rocksdb_iterator_t *zit;
     rocksdb_readoptions_t *zit_ropts;
-    /* Packed-set chunks the batch changed (keys in mem, repeats allowed):
-     * their decoded forms (rx_aux) are written once each, by pset_flush. */
-    hr_slice *pset_dirty;
-    size_t pset_ndirty, pset_dirty_cap;
-    /* Whole sorted sets (rocks_zcache.c): the on-disk sets the batch wrote
-     * (keys in mem, repeats allowed), and what it read whole to offer. */
-    hr_slice *zc_written;
-    size_t zc_nwritten, zc_written_cap;
-    hr_slice *zc_offers; /* key, value, key, value... (in mem) */
-    size_t zc_noffers, zc_offers_cap;
-    /* While zc_scan walks a cached set: its bytes, which live as long as
-     * the batch's results (hr_batch_hold), so op_zrange points into them. */
-    hr_slice zc_lasting;
-    /* op_zrange's exchange with zc_scan: its spec asks for the origin alone
-     * when it carries an attachment (hr_zrange_spec.attached_only, for a
-     * read of the whole set), and the cached set the scan took (origin). */
-    bool zc_attached_only;
-    void *zc_origin;
-    /* Images of large packed sets (rocks_pimage.c): per op of the batch
-     * (NULL until a test plans one), and the images the batch has built. */
-    struct pimg_op *pimg_ops;
-    size_t pimg_builds;
-    /* Member columns (rocks_pcols.c): the columns the batch has filled; the
-     * members its last column test asked about (an op's u64s), whether other
-     * tests share them, and their rows once looked up, when pcol_nrows rows
-     * existed. */
-    size_t pcol_fills;
-    const uint64_t *pcol_members;
-    bool pcol_shared, pcol_looked_up;
-    uint32_t *pcol_rows;
-    size_t pcol_cap;
-    uint32_t pcol_nrows;
-    hr_buf tlkey;      /* scratch for time-list keys (rocks_tl.c) */
-    struct qbatch *qb; /* the queue changes to apply after the commit (rocks_queue.c) */
-    /* Sets kept in memory (rocks_zmem.c): the entries the batch holds, its
-     * staged changes, and moves of sets on disk. malloc'd; zmem_end frees. */
-    zent **zheld;
-    bool *zfresh; /* zheld[i] was created by this batch, for a new set */
-    size_t nzheld, zheld_cap;
-    zstage *zst;
-    size_t nzst, zst_cap;
-    zmoves *zmoves;
-    size_t nzmoves, zmoves_cap;
-    /* Time lists kept in memory (rocks/timelist_cache.c). tlc_of: set while the
-     * batch holds the gate (it writes time lists while some are kept): per
-     * op of the batch, the kept list it writes (NULL: none), looked up once
-     * when the stripes are chosen. Then the batch's changes to kept lists,
-     * and the lists its hot reads want kept (in mem). */
-    tlc_list **tlc_of;
-    tlc_change *tlc;
-    size_t ntlc, tlc_cap;
-    hr_slice *tlc_want;
-    size_t ntlc_want, tlc_want_cap;
+    /* The data types' parts (above): NULL until their module makes one. */
+    struct pset_rx *pset;
+    struct pimg_rx *pimg;
+    struct pcol_rx *pcol;
+    struct zcache_rx *zcache;
+    struct zmem_rx *zmem;
+    struct tl_rx *tl;
+    struct tlc_rx *tlc;
+    struct queue_rx *queue;
 } rx;
 
 /* What the batch itself knows of (cf, key), without reading the DB: true

@@ -224,18 +224,29 @@ static void pchunk_remove(pchunk *pc, size_t i) {
     pc->n--;
 }
 
+/* The packed-set state of a batch (rx.pset), in x->mem, made by its first
+ * change of a chunk. */
+struct pset_rx {
+    /* Packed-set chunks the batch changed (keys in mem, repeats allowed):
+     * their decoded forms (rx_aux) are written once each, by pset_flush. */
+    hr_slice *dirty;
+    size_t ndirty, dirty_cap;
+};
+
 /* Remember that the chunk under key k must be written at the end. */
 static void mark_dirty(rx *x, hr_slice k, pchunk *pc) {
     if (pc->dirty) return;
     pc->dirty = true;
-    if (x->pset_ndirty == x->pset_dirty_cap) {
-        size_t cap = x->pset_dirty_cap ? x->pset_dirty_cap * 2 : 16;
+    struct pset_rx *ps = x->pset;
+    if (ps == NULL) ps = x->pset = hr_arena_calloc(&x->mem, sizeof *ps);
+    if (ps->ndirty == ps->dirty_cap) {
+        size_t cap = ps->dirty_cap ? ps->dirty_cap * 2 : 16;
         hr_slice *d = hr_arena_alloc(&x->mem, cap * sizeof *d);
-        if (x->pset_ndirty) memcpy(d, x->pset_dirty, x->pset_ndirty * sizeof *d);
-        x->pset_dirty = d;
-        x->pset_dirty_cap = cap;
+        if (ps->ndirty) memcpy(d, ps->dirty, ps->ndirty * sizeof *d);
+        ps->dirty = d;
+        ps->dirty_cap = cap;
     }
-    x->pset_dirty[x->pset_ndirty++] = hr_arena_copy(&x->mem, k);
+    ps->dirty[ps->ndirty++] = hr_arena_copy(&x->mem, k);
 }
 
 /* Drop the expired entries of pc (chunk k of m), keeping m->size exact. */
@@ -796,9 +807,11 @@ void pset_plan(rx *x, const hr_op *op, const rmeta *m, rplan *p) {
 }
 
 void pset_flush(rx *x) {
+    struct pset_rx *ps = x->pset;
+    if (ps == NULL) return; /* no chunk changed */
     hr_buf v = HR_BUF_INIT;
-    for (size_t i = 0; i < x->pset_ndirty; i++) {
-        hr_slice k = x->pset_dirty[i];
+    for (size_t i = 0; i < ps->ndirty; i++) {
+        hr_slice k = ps->dirty[i];
         pchunk *pc = *rx_aux(x, CF_SUB, k);
         if (pc == NULL || !pc->dirty) continue; /* written already: a key may be listed twice */
         pc->dirty = false;
@@ -823,4 +836,23 @@ void pset_flush(rx *x) {
         rx_put_aux(x, CF_SUB, k, hr_buf_slice(&v), pc);
     }
     hr_buf_free(&v);
+}
+
+void pset_before_write(rx *x) {
+    struct pset_rx *ps = x->pset;
+    if (ps == NULL) return;
+    for (size_t i = 0; i < ps->ndirty; i++)
+        rcache_write_begin(x->s->chunk_cache, ps->dirty[i]);
+    pimg_before_write(x, ps->dirty, ps->ndirty);
+}
+
+void pset_after_write(rx *x, bool ok, bool wrote, uint64_t stamp) {
+    struct pset_rx *ps = x->pset;
+    if (ps == NULL) return;
+    pimg_after_write(x, ps->dirty, ps->ndirty, ok, wrote, stamp);
+    for (size_t i = 0; wrote && i < ps->ndirty; i++) {
+        hr_slice k = ps->dirty[i], v = {0};
+        bool found = false, known = ok && rx_known(x, CF_SUB, k, &v, &found); /* written: known */
+        rcache_write_end(x->s->chunk_cache, k, known, found, v, stamp);
+    }
 }

@@ -76,11 +76,11 @@ bool pimg_plan(rx *x, const hr_op *op, const rmeta *m);
 const pimg_op *pimg_of(const rx *x, const hr_op *op);
 /* Build the image of set m from all its chunks and offer it to the cache. */
 void pimg_offer(rx *x, const hr_op *op, const rmeta *m, const pimg_chunk *chunks, size_t nc);
-/* Around the commit, as rx_cache_before_write / _after_write (which call
- * them): the chunks the batch writes are logged, so that the images built
- * before leave them out. */
-void pimg_before_write(rx *x);
-void pimg_after_write(rx *x, bool ok, bool wrote, uint64_t stamp);
+/* Around the commit, as pset_before_write / _after_write (which call them
+ * with the batch's changed chunks, n keys): the chunks the batch writes are
+ * logged, so that the images built before leave them out. */
+void pimg_before_write(rx *x, const hr_slice *chunks, size_t n);
+void pimg_after_write(rx *x, const hr_slice *chunks, size_t n, bool ok, bool wrote, uint64_t stamp);
 /* Member columns (rocks_pcols.c): a test of op's members against set m
  * answered from the column of its image img, into out and *count; false if
  * the image has no column, and none could be filled. */
@@ -117,5 +117,11 @@ size_t pset_plan_size(const rx *x, const hr_op *op, const rmeta *m);
 /* Write every chunk the batch's hr_pset_add / hr_pset_rem changed, once
  * each; rocks.c calls it after the last op, before the commit. */
 void pset_flush(rx *x);
+/* Around the commit, as rx_cache_before_write / _after_write (which call
+ * them): the chunk cache's records of the chunks pset_flush wrote (repeats
+ * included) are marked in flux, then stored or forgotten; and the images'
+ * log of them (pimg_before_write). */
+void pset_before_write(rx *x);
+void pset_after_write(rx *x, bool ok, bool wrote, uint64_t stamp);
 
 #endif

@@ -119,6 +119,20 @@ struct pcols {
     uint64_t seed;
 };
 
+/* The columns' state of a batch (rx.pcol), in x->mem, made by its first
+ * column test (members_shared): the columns the batch has filled; the
+ * members its last column test asked about (an op's u64s), whether other
+ * tests share them, and their rows once looked up, when nrows rows
+ * existed. */
+struct pcol_rx {
+    size_t fills;
+    const uint64_t *members;
+    bool shared, looked_up;
+    uint32_t *rows;
+    size_t cap;
+    uint32_t nrows;
+};
+
 /* ---- pset_mix's inverse --------------------------------------------------------- */
 
 /* Undo pset_mix's steps in reverse order: a multiplication by an odd c
@@ -322,14 +336,14 @@ typedef struct colview {
 } colview;
 
 /* The column of img (set key of metadata m) for a batch at now, into v;
- * filled first if x may fill one. False: none. */
+ * filled first if x may fill one. False: none. After members_shared. */
 static bool column_of(rx *x, pcols *p, hr_slice key, const rmeta *m, const pimg *img, colview *v) {
     if (key.len > PCOL_KEY_MAX) return false;
     uint64_t kh = XXH3_64bits(key.ptr, key.len);
     size_t b = (size_t)(kh % PCOL_BUCKETS);
     int64_t now = x->now;
     pthread_mutex_lock(&p->locks[b]);
-    bool may_fill = x->pcol_fills < PCOL_FILLS_PER_BATCH;
+    bool may_fill = x->pcol->fills < PCOL_FILLS_PER_BATCH;
     for (int w = 0; w < PCOL_WAYS; w++) {
         pcol *c = &p->cols[b * PCOL_WAYS + w];
         if (c->state == PC_EMPTY || c->key_hash != kh || c->klen != key.len ||
@@ -361,7 +375,7 @@ static bool column_of(rx *x, pcols *p, hr_slice key, const rmeta *m, const pimg 
     atomic_store_explicit(&c->gen, atomic_load(&c->gen) + 1, memory_order_relaxed);
     pthread_mutex_unlock(&p->locks[b]);
     atomic_thread_fence(memory_order_release); /* the odd generation before any bit changes */
-    x->pcol_fills++;
+    x->pcol->fills++;
 
     filled f = {0};
     bool ok = fill(p, col, img, m->seed, now, &f);
@@ -391,7 +405,9 @@ static bool column_of(rx *x, pcols *p, hr_slice key, const rmeta *m, const pimg 
  * would spend the rows and columns on members and sets that are not tested
  * together. */
 static bool members_shared(rx *x, const hr_op *op) {
-    if (x->pcol_members == op->u64s) return x->pcol_shared;
+    struct pcol_rx *t = x->pcol;
+    if (t == NULL) t = x->pcol = hr_arena_calloc(&x->mem, sizeof *t);
+    if (t->members == op->u64s) return t->shared;
     const hr_op *ops = x->b->ops;
     size_t at = (size_t)(op - ops);
     bool shared = false;
@@ -405,35 +421,36 @@ static bool members_shared(rx *x, const hr_op *op) {
             shared = ops[i].u64s == op->u64s;
             break;
         }
-    x->pcol_members = op->u64s;
-    x->pcol_shared = shared;
-    x->pcol_looked_up = false;
+    t->members = op->u64s;
+    t->shared = shared;
+    t->looked_up = false;
     return shared;
 }
 
 /* The rows of op's members (members_shared(x, op) first), looked up once a
  * batch, and again for those missing when rows were inserted since. */
 static const uint32_t *rows_of(rx *x, pcols *p, const hr_op *op) {
+    struct pcol_rx *t = x->pcol;
     size_t n = op->n_u64s;
     uint32_t nrows = atomic_load(&p->nrows);
-    if (!x->pcol_looked_up) {
-        if (x->pcol_cap < n) {
-            x->pcol_rows = hr_arena_alloc(&x->mem, n * sizeof *x->pcol_rows);
-            x->pcol_cap = n;
+    if (!t->looked_up) {
+        if (t->cap < n) {
+            t->rows = hr_arena_alloc(&x->mem, n * sizeof *t->rows);
+            t->cap = n;
         }
         for (size_t i = 0; i < n; i++) {
             if (i + PREFETCH_AHEAD < n)
                 __builtin_prefetch(&p->keys[row_home(p, op->u64s[i + PREFETCH_AHEAD])]);
-            x->pcol_rows[i] = row_find(p, op->u64s[i]);
+            t->rows[i] = row_find(p, op->u64s[i]);
         }
-        x->pcol_looked_up = true;
-        x->pcol_nrows = nrows;
-    } else if (x->pcol_nrows != nrows) {
+        t->looked_up = true;
+        t->nrows = nrows;
+    } else if (t->nrows != nrows) {
         for (size_t i = 0; i < n; i++)
-            if (x->pcol_rows[i] == NO_ROW) x->pcol_rows[i] = row_find(p, op->u64s[i]);
-        x->pcol_nrows = nrows;
+            if (t->rows[i] == NO_ROW) t->rows[i] = row_find(p, op->u64s[i]);
+        t->nrows = nrows;
     }
-    return x->pcol_rows;
+    return t->rows;
 }
 
 static int cmp_u32(const void *a, const void *b) {

@@ -272,23 +272,23 @@ static bool chunk_of_key(hr_slice chunk_key, uint64_t *set, uint32_t *chunk) {
     return true;
 }
 
-void pimg_before_write(rx *x) {
+void pimg_before_write(rx *x, const hr_slice *chunks, size_t n) {
     uint64_t set;
     uint32_t chunk;
-    for (size_t i = 0; i < x->pset_ndirty; i++) {
-        if (!chunk_of_key(x->pset_dirty[i], &set, &chunk)) continue;
+    for (size_t i = 0; i < n; i++) {
+        if (!chunk_of_key(chunks[i], &set, &chunk)) continue;
         lslot *sl = slot_lock(x->s->pimg_log, set);
         log_append(sl, set, chunk, x);
         pthread_mutex_unlock(&sl->lock);
     }
 }
 
-void pimg_after_write(rx *x, bool ok, bool wrote, uint64_t stamp) {
+void pimg_after_write(rx *x, const hr_slice *chunks, size_t n, bool ok, bool wrote, uint64_t stamp) {
     uint64_t set;
     uint32_t chunk;
     if (!wrote) return; /* nothing was logged */
-    for (size_t i = 0; i < x->pset_ndirty; i++) {
-        if (!chunk_of_key(x->pset_dirty[i], &set, &chunk)) continue;
+    for (size_t i = 0; i < n; i++) {
+        if (!chunk_of_key(chunks[i], &set, &chunk)) continue;
         lslot *sl = slot_lock(x->s->pimg_log, set);
         log_settle(sl, set, chunk, x, ok, stamp);
         pthread_mutex_unlock(&sl->lock);
@@ -319,26 +319,34 @@ static bool mark_written(rx *x, uint64_t set, pimg_op *st) {
 
 /* ---- The cache ---------------------------------------------------------------- */
 
+/* The images' state of a batch (rx.pimg), in x->mem, made when a test
+ * first plans one (NULL until then). */
+struct pimg_rx {
+    size_t builds; /* the images the batch has built */
+    pimg_op ops[]; /* per op of the batch */
+};
+
 /* The state of op in x, allocated on first use. */
 static pimg_op *op_state(rx *x, const hr_op *op) {
-    if (x->pimg_ops == NULL) x->pimg_ops = hr_arena_calloc(&x->mem, x->b->len * sizeof *x->pimg_ops);
-    return &x->pimg_ops[op - x->b->ops];
+    if (x->pimg == NULL)
+        x->pimg = hr_arena_calloc(&x->mem, sizeof *x->pimg + x->b->len * sizeof x->pimg->ops[0]);
+    return &x->pimg->ops[op - x->b->ops];
 }
 
 const pimg_op *pimg_of(const rx *x, const hr_op *op) {
-    return x->pimg_ops ? &x->pimg_ops[op - x->b->ops] : NULL;
+    return x->pimg ? &x->pimg->ops[op - x->b->ops] : NULL;
 }
 
 /* Whether x may build the image of the set (key hash set) now: its share of
  * the batch's builds, and no build of the set (or of a set sharing its
- * cooldown slot) in the last PIMG_REBUILD_MS. */
+ * cooldown slot) in the last PIMG_REBUILD_MS. After op_state (x->pimg set). */
 static bool claim_build(rx *x, uint64_t set) {
-    if (x->pimg_builds >= PIMG_BUILDS_PER_BATCH) return false;
+    if (x->pimg->builds >= PIMG_BUILDS_PER_BATCH) return false;
     _Atomic int64_t *last = &x->s->pimg_built[set & (PIMG_COOLDOWN_SLOTS - 1)];
     int64_t was = atomic_load_explicit(last, memory_order_relaxed);
     if (was != 0 && x->now - was < PIMG_REBUILD_MS) return false;
     if (!atomic_compare_exchange_strong(last, &was, x->now)) return false; /* another batch builds it */
-    x->pimg_builds++;
+    x->pimg->builds++;
     return true;
 }
 

@@ -91,7 +91,10 @@ typedef struct qpend {
     size_t n_acked, cap_acked;
 } qpend;
 
-struct qbatch {
+/* The queue state of a batch (rx.queue), in x->mem, made by its first
+ * queue op: the queue changes to apply after the commit (queue_finish),
+ * one per queue it touches. */
+struct queue_rx {
     qpend *p;
     size_t n, cap;
 };
@@ -231,8 +234,8 @@ static int queue_load(rx *x, rqueue *q) {
 /* The queue named by op's key, loaded if this process has not seen it, and
  * the batch's pending changes to it. */
 static int queue_for(rx *x, const hr_op *op, rqueue **qo, qpend **po) {
-    struct qbatch *qb = x->qb;
-    if (qb == NULL) qb = x->qb = hr_arena_calloc(&x->mem, sizeof *qb);
+    struct queue_rx *qb = x->queue;
+    if (qb == NULL) qb = x->queue = hr_arena_calloc(&x->mem, sizeof *qb);
     for (size_t i = 0; i < qb->n; i++) {
         rqueue *q = qb->p[i].q;
         if (q->len == op->key.len && memcmp(q->name, op->key.ptr, q->len) == 0) {
@@ -494,7 +497,7 @@ void queue_plan(rx *x, const hr_op *op, rplan *plan) {
 }
 
 void queue_finish(rx *x, bool committed) {
-    struct qbatch *qb = x->qb;
+    struct queue_rx *qb = x->queue;
     if (qb == NULL || !committed) return;
     rqueues *qs = x->s->queues;
     pthread_mutex_lock(&qs->mu);

@@ -212,37 +212,52 @@ static int bufcmp(const hr_buf *a, const hr_buf *b) {
 
 /* Ops ---------------------------------------------------------------------- */
 
-/* The kept copy of op's list (rocks/timelist_cache.c), when the batch must keep it
- * up to date (rocks/engine.c looked it up when choosing the stripes). */
-static tlc_list *kept(const rx *x, const hr_op *op) {
-    return x->tlc_of ? x->tlc_of[op - x->b->ops] : NULL;
+/* The time lists' state of a batch (rx.tl), in x->mem, made by its first
+ * add or remove; tl_end frees what it holds. */
+struct tl_rx {
+    hr_buf key; /* scratch for time-list keys */
+};
+
+/* The scratch key, emptied, for op's entry. */
+static hr_buf *scratch_key(rx *x) {
+    if (x->tl == NULL) {
+        x->tl = hr_arena_alloc(&x->mem, sizeof *x->tl);
+        x->tl->key = (hr_buf)HR_BUF_INIT;
+    }
+    hr_buf_clear(&x->tl->key);
+    return &x->tl->key;
 }
 
-/* After op wrote the entry whose key is in x->tlkey: the same change for
- * its list's copy in memory, if the list is kept. */
-static void note_kept(rx *x, const hr_op *op, bool add) {
-    tlc_list *l = kept(x, op);
+void tl_end(rx *x) {
+    if (x->tl) hr_buf_free(&x->tl->key);
+    x->tl = NULL; /* the part itself goes with x->mem */
+}
+
+/* After op wrote the entry whose key is k: the same change for its list's
+ * copy in memory, if the list is kept. */
+static void note_kept(rx *x, const hr_op *op, const hr_buf *k, bool add) {
+    if (x->tlc == NULL) return; /* made before the first op when lists are kept: no call per add without */
+    tlc_list *l = tlcache_of(x, op);
     if (l == NULL) return;
     size_t plen = tl_list_prefix_len(op->key);
-    tlcache_note(x, l, add, hr_slice_of(x->tlkey.data + plen, x->tlkey.len - plen),
-                 add ? op->expire_at_ms : 0);
+    tlcache_note(x, l, add, hr_slice_of(k->data + plen, k->len - plen), add ? op->expire_at_ms : 0);
 }
 
 int op_tladd(rx *x, hr_op *op) {
-    hr_buf_clear(&x->tlkey);
-    tl_key(&x->tlkey, op->key, op->time_ms, op->member);
+    hr_buf *k = scratch_key(x);
+    tl_key(k, op->key, op->time_ms, op->member);
     char v[8];
     hr_store_u64be(v, (uint64_t)op->expire_at_ms);
-    rx_put_blind(x, CF_TL, hr_buf_slice(&x->tlkey), hr_slice_of(v, 8));
-    note_kept(x, op, true);
+    rx_put_blind(x, CF_TL, hr_buf_slice(k), hr_slice_of(v, 8));
+    note_kept(x, op, k, true);
     return 0;
 }
 
 int op_tlrem(rx *x, hr_op *op) {
-    hr_buf_clear(&x->tlkey);
-    tl_key(&x->tlkey, op->key, op->time_ms, op->member);
-    rx_del_blind(x, CF_TL, hr_buf_slice(&x->tlkey));
-    note_kept(x, op, false);
+    hr_buf *k = scratch_key(x);
+    tl_key(k, op->key, op->time_ms, op->member);
+    rx_del_blind(x, CF_TL, hr_buf_slice(k));
+    note_kept(x, op, k, false);
     op->result.num = 1; /* blind: store.h says so */
     return 0;
 }
@@ -366,7 +381,7 @@ int op_tltrim(rx *x, hr_op *op) {
     int rc = rx_iter_status(x, &it);
     rx_iter_close(&it);
     if (rc == 0) {
-        tlc_list *l = kept(x, op);
+        tlc_list *l = tlcache_of(x, op);
         for (size_t i = 0; i < n; i++) {
             rx_del_blind(x, CF_TL, gone[i]);
             if (l) tlcache_note(x, l, false, hr_slice_of(gone[i].ptr + plen, gone[i].len - plen), 0);

@@ -17,6 +17,8 @@ int op_tladd(rx *x, hr_op *op);
 int op_tlrem(rx *x, hr_op *op);
 int op_tlrange(rx *x, hr_op *op);
 int op_tltrim(rx *x, hr_op *op);
+/* At the end of every batch: free what its time-list ops kept (rx.tl). */
+void tl_end(rx *x);
 
 /* The key encoding (drawn in rocks_tl.c), exposed for the tests. Each
  * appends to out. */
@@ -56,6 +58,8 @@ void tl_bulk_mode(rocks_store *s, bool bulk);
 /* ------------------------------------------------------------------------ */
 /* Hot time lists kept in memory (rocks_tlcache.c, which says how)           */
 
+typedef struct tlc_list tlc_list; /* one of them */
+
 tlcache *tlcache_new(size_t keep); /* keep: newest entries loaded (0: 1024) */
 void tlcache_free(tlcache *c);     /* NULL is a no-op */
 size_t tlcache_lists(tlcache *c);  /* lists kept */
@@ -66,6 +70,15 @@ void tlcache_gate_enter(tlcache *c);
 void tlcache_gate_leave(tlcache *c);
 /* The kept list named list, or NULL. */
 tlc_list *tlcache_find(tlcache *c, hr_slice list);
+/* A batch that writes time lists, holding the gate: true when some lists
+ * are kept. Then, as rocks/engine.c chooses the stripes, look_up finds the
+ * kept list the time-list write b->ops[i] writes, once: true if there is
+ * one (the batch takes its stripe too). */
+bool tlcache_begin(rx *x);
+bool tlcache_look_up(rx *x, size_t i);
+/* The kept copy of op's list, when the batch must keep it up to date
+ * (looked up by tlcache_look_up), or NULL. */
+tlc_list *tlcache_of(const rx *x, const hr_op *op);
 /* Answer a range read of the suffixes [lo, hi) (hi.ptr NULL: to the end of
  * the list) from memory, as op_tlrange would at the latest committed state:
  * true when answered (res filled; *rc 0 or HR_EIO), false when the list is

@@ -86,12 +86,31 @@ struct tlcache {
 };
 
 /* A change a batch made to a kept list, applied after its commit. */
-struct tlc_change {
+typedef struct tlc_change {
     tlc_list *list;
     bool add;
     hr_slice sfx; /* in the batch's scratch arena */
     int64_t expire_at;
+} tlc_change;
+
+/* The kept lists' state of a batch (rx.tlc), in x->mem, made by
+ * tlcache_begin or the first hot read of a list not kept. of: set while the
+ * batch holds the gate (it writes time lists while some are kept): per op
+ * of the batch, the kept list it writes (NULL: none), looked up once when
+ * the stripes are chosen. Then the batch's changes to kept lists, and the
+ * lists its hot reads want kept (in mem). */
+struct tlc_rx {
+    tlc_list **of;
+    tlc_change *ch;
+    size_t nch, ch_cap;
+    hr_slice *want;
+    size_t nwant, want_cap;
 };
+
+static struct tlc_rx *part(rx *x) {
+    if (x->tlc == NULL) x->tlc = hr_arena_calloc(&x->mem, sizeof *x->tlc);
+    return x->tlc;
+}
 
 tlcache *tlcache_new(size_t keep) {
     tlcache *c = hr_xcalloc(1, sizeof *c);
@@ -261,15 +280,31 @@ bool tlcache_range(tlcache *c, tlc_list *l, hr_slice lo, hr_slice hi, const hr_t
 
 /* Writes --------------------------------------------------------------------- */
 
+bool tlcache_begin(rx *x) {
+    if (tlcache_lists(x->s->tlc) == 0) return false;
+    part(x)->of = hr_arena_calloc(&x->mem, x->b->len * sizeof *x->tlc->of);
+    return true;
+}
+
+bool tlcache_look_up(rx *x, size_t i) {
+    return (x->tlc->of[i] = tlcache_find(x->s->tlc, x->b->ops[i].key)) != NULL;
+}
+
+tlc_list *tlcache_of(const rx *x, const hr_op *op) {
+    return x->tlc && x->tlc->of ? x->tlc->of[op - x->b->ops] : NULL;
+}
+
 void tlcache_note(rx *x, tlc_list *l, bool add, hr_slice sfx, int64_t expire_at) {
-    x->tlc = arena_grow(&x->mem, x->tlc, x->ntlc, &x->tlc_cap, sizeof *x->tlc, 16, 0);
-    x->tlc[x->ntlc++] = (tlc_change){l, add, hr_arena_copy(&x->mem, sfx), expire_at};
+    struct tlc_rx *t = part(x);
+    t->ch = arena_grow(&x->mem, t->ch, t->nch, &t->ch_cap, sizeof *t->ch, 16, 0);
+    t->ch[t->nch++] = (tlc_change){l, add, hr_arena_copy(&x->mem, sfx), expire_at};
 }
 
 void tlcache_apply(rx *x) {
     size_t keep = x->s->tlc->keep;
-    for (size_t i = 0; i < x->ntlc; i++) {
-        tlc_change *ch = &x->tlc[i];
+    struct tlc_rx *t = x->tlc;
+    for (size_t i = 0; t && i < t->nch; i++) {
+        tlc_change *ch = &t->ch[i];
         pthread_mutex_lock(&ch->list->mu);
         if (ch->list->ready) { /* else its loader reads this batch's write */
             if (ch->add)
@@ -282,10 +317,11 @@ void tlcache_apply(rx *x) {
 }
 
 void tlcache_want(rx *x, hr_slice list) {
-    for (size_t i = 0; i < x->ntlc_want; i++)
-        if (hr_slice_eq(x->tlc_want[i], list)) return;
-    x->tlc_want = arena_grow(&x->mem, x->tlc_want, x->ntlc_want, &x->tlc_want_cap, sizeof *x->tlc_want, 8, 0);
-    x->tlc_want[x->ntlc_want++] = hr_arena_copy(&x->mem, list);
+    struct tlc_rx *t = part(x);
+    for (size_t i = 0; i < t->nwant; i++)
+        if (hr_slice_eq(t->want[i], list)) return;
+    t->want = arena_grow(&x->mem, t->want, t->nwant, &t->want_cap, sizeof *t->want, 8, 0);
+    t->want[t->nwant++] = hr_arena_copy(&x->mem, list);
 }
 
 /* Registration and loading --------------------------------------------------- */
@@ -371,6 +407,7 @@ static void keep_list(rocks_store *s, hr_slice list) {
 }
 
 void tlcache_keep_wanted(rx *x) {
-    for (size_t i = 0; i < x->ntlc_want; i++)
-        keep_list(x->s, x->tlc_want[i]);
+    struct tlc_rx *t = x->tlc;
+    for (size_t i = 0; t && i < t->nwant; i++)
+        keep_list(x->s, t->want[i]);
 }

@@ -854,16 +854,15 @@ bool rx_cached(rx *x, int cf, hr_slice key) {
 }
 
 /* The records of a cached kind the batch writes: its metadata records, and
- * the packed-set chunks pset_flush wrote (repeats included, in both loops). */
+ * through their modules' hooks the packed-set chunks pset_flush wrote (and
+ * the images they touch) and the sorted sets whose entries it wrote. */
 void rx_cache_before_write(rx *x) {
     for (size_t i = 0; i < x->tab_cap; i++) {
         vent *e = &x->tab[i];
         if (e->cf == CF_META && e->written)
             rcache_write_begin(x->s->meta_cache, hr_slice_of(e->key, e->klen));
     }
-    for (size_t i = 0; i < x->pset_ndirty; i++)
-        rcache_write_begin(x->s->chunk_cache, x->pset_dirty[i]);
-    pimg_before_write(x);
+    pset_before_write(x);
     zc_before_write(x);
 }
 
@@ -881,13 +880,8 @@ void rx_cache_before_write(rx *x) {
 void rx_cache_after_write(rx *x, bool ok, bool wrote) {
     uint64_t stamp = ok && wrote ? rocksdb_get_latest_sequence_number(x->s->db) : 0;
     zc_after_write(x, ok, wrote, stamp);
-    pimg_after_write(x, ok, wrote, stamp);
+    pset_after_write(x, ok, wrote, stamp);
     size_t chunk_offers_left = x->s->chunk_cache->nbuckets * RCACHE_WAYS / OFFER_SHARE;
-    for (size_t i = 0; wrote && i < x->pset_ndirty; i++) {
-        hr_slice k = x->pset_dirty[i], v = {0};
-        bool found = false, known = ok && rx_known(x, CF_SUB, k, &v, &found); /* written: known */
-        rcache_write_end(x->s->chunk_cache, k, known, found, v, stamp);
-    }
     for (size_t i = 0; i < x->tab_cap; i++) {
         vent *e = &x->tab[i];
         if (e->state != V_VALUE && e->state != V_ABSENT) continue;

@@ -291,10 +291,12 @@ static int zm_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min
     /* The batch's own changes to this set, each member once, at its final
      * score; with any, the walk skips the members they moved or removed. */
     bool mine = false;
-    for (size_t i = 0; i < x->nzst; i++) {
-        if (x->zst[i].e != e) continue;
+    size_t nst;
+    const zstage *st = zmem_staged(x, &nst);
+    for (size_t i = 0; i < nst; i++) {
+        if (st[i].e != e) continue;
         mine = true;
-        hr_slice member = x->zst[i].member;
+        hr_slice member = st[i].member;
         bool dup = false;
         for (size_t j = 0; j < w.nov && !dup; j++)
             dup = hr_slice_eq(w.ov[j].member, member);
@@ -303,7 +305,7 @@ static int zm_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min
         if (dup || !zm_staged(&w, member) || !rx_known(x, w.cf, hr_buf_slice(&w.k), &v, &found) || !found ||
             v.len != 8)
             continue;
-        if (w.ov == NULL) w.ov = hr_arena_alloc(&x->mem, x->nzst * sizeof *w.ov);
+        if (w.ov == NULL) w.ov = hr_arena_alloc(&x->mem, nst * sizeof *w.ov);
         w.ov[w.nov++] = (zov){load_u64(v.ptr), member};
     }
     if (mine && w.ov == NULL) w.ov = hr_arena_alloc(&x->mem, sizeof *w.ov); /* removals only */
@@ -375,14 +377,14 @@ static int zdel(rx *x, hr_slice key, rmeta *m, hr_slice member, uint64_t enc) {
 }
 
 static int zscan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, double max,
-                 const hr_slice *after, zs_visit visit, void *ctx) {
+                 const hr_slice *after, zs_visit visit, void *ctx, zc_read *rd) {
     if (m->zflags & ZF_INLINE) {
         zi_walk(&x->mem, m->zinline, reverse, min, max, after, visit, ctx);
         return 0;
     }
     if (m->zflags & ZF_MEM) return zm_scan(x, key, m, reverse, min, max, after, visit, ctx);
     if (m->zflags & ZF_TL) return ztl_scan(x, key, m->version, reverse, min, max, after, visit, ctx);
-    return zc_scan(x, key, m, reverse, min, max, after, visit, ctx);
+    return zc_scan(x, key, m, reverse, min, max, after, visit, ctx, rd);
 }
 
 /* Remove the members with min <= score <= max from the collection (key, m)
@@ -390,7 +392,7 @@ static int zscan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, 
  * many. */
 static int zs_remove_range(rx *x, hr_slice key, rmeta *m, double min, double max, uint64_t *removed) {
     zcollect c = {.mem = &x->mem, .max = SIZE_MAX};
-    int rc = zscan(x, key, m, false, min, max, NULL, zs_collect, &c);
+    int rc = zscan(x, key, m, false, min, max, NULL, zs_collect, &c, NULL);
     for (size_t i = 0; rc == 0 && i < c.n; i++)
         rc = zdel(x, key, m, c.members[i], c.encs[i]);
     if (rc) return rc;
@@ -516,7 +518,8 @@ int op_zcard(rx *x, hr_op *op) {
 }
 
 typedef struct zpage {
-    const rx *x; /* entries are results, in x->b's arena */
+    const rx *x;       /* entries are results, in x->b's arena */
+    const zc_read *rd; /* the cached set's bytes, while zc_scan walks one */
     size_t skip, limit;
     size_t cap; /* entries allocated: min(limit, size) */
     hr_result *res;
@@ -537,7 +540,7 @@ static bool page(void *ctx, uint64_t enc, hr_slice member) {
     e->score = score_decode(enc);
     /* A member of a cached set lives as long as the results (zc_scan):
      * not copied (5,000 copies a worst-case friends-reads). */
-    hr_slice lasting = p->x->zc_lasting;
+    hr_slice lasting = p->rd->lasting;
     uintptr_t lo = (uintptr_t)lasting.ptr, at = (uintptr_t)member.ptr;
     bool in_place = lasting.ptr && at >= lo && at + member.len <= lo + lasting.len;
     e->member = in_place ? member : hr_arena_copy(&p->x->b->arena, member);
@@ -565,7 +568,9 @@ int op_zrange(rx *x, hr_op *op) {
     }
     size_t cap = sp->limit < size ? sp->limit : (size_t)size;
     op->result.entries = hr_arena_alloc(&x->b->arena, cap * sizeof(hr_zentry));
-    zpage p = {.x = x, .skip = sp->offset, .limit = sp->limit, .cap = cap, .res = &op->result};
+    zc_read rd = {.attached_only = sp->attached_only && !sp->has_cursor && sp->offset == 0 &&
+                                   sp->min == -INFINITY && sp->max == INFINITY && sp->limit >= size};
+    zpage p = {.x = x, .rd = &rd, .skip = sp->offset, .limit = sp->limit, .cap = cap, .res = &op->result};
     hr_buf cursor = HR_BUF_INIT;
     hr_slice after;
     if (sp->has_cursor) {
@@ -573,12 +578,8 @@ int op_zrange(rx *x, hr_op *op) {
         hr_buf_append_slice(&cursor, sp->cursor_member);
         after = hr_buf_slice(&cursor);
     }
-    x->zc_attached_only = sp->attached_only && !sp->has_cursor && sp->offset == 0 && sp->min == -INFINITY &&
-                          sp->max == INFINITY && sp->limit >= size;
-    x->zc_origin = NULL;
-    rc = zscan(x, op->key, &m, sp->reverse, sp->min, sp->max, sp->has_cursor ? &after : NULL, page, &p);
-    op->result.origin = x->zc_origin;
-    x->zc_attached_only = false;
+    rc = zscan(x, op->key, &m, sp->reverse, sp->min, sp->max, sp->has_cursor ? &after : NULL, page, &p, &rd);
+    op->result.origin = rd.origin;
     hr_buf_free(&cursor);
     return rc;
 }

@@ -117,9 +117,20 @@ void zi_append(hr_buf *out, uint64_t enc, hr_slice member);
  * zs_scan for the set (key, m), answered from the cache when it may be; a
  * read of the whole set is offered to it. zc_note_write: the batch writes
  * the set's entries (zs_write, zs_remove). Around the commit, as the record
- * cache's rx_cache_before_write / _after_write (and called by them). */
+ * cache's rx_cache_before_write / _after_write (and called by them).
+ * zc_read is op_zrange's exchange with zc_scan (other callers pass NULL):
+ * its spec asks for the origin alone when it carries an attachment
+ * (hr_zrange_spec.attached_only, for a read of the whole set), and the
+ * cached set the scan took (origin). */
+typedef struct zc_read {
+    bool attached_only;
+    void *origin;
+    /* While zc_scan walks a cached set: its bytes, which live as long as
+     * the batch's results (hr_batch_hold), so op_zrange points into them. */
+    hr_slice lasting;
+} zc_read;
 int zc_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, double max, const hr_slice *after,
-            zs_visit visit, void *ctx);
+            zs_visit visit, void *ctx, zc_read *rd);
 void zc_note_write(rx *x, hr_slice key);
 void zc_before_write(rx *x);
 void zc_after_write(rx *x, bool ok, bool wrote, uint64_t stamp);
@@ -142,6 +153,16 @@ void zc_after_write(rx *x, bool ok, bool wrote, uint64_t stamp);
 
 /* Sorted sets kept in memory (rocks_zmem.c)                                 */
 
+typedef struct zent zent; /* a sorted set kept in memory */
+
+/* A change to a set kept in memory, applied after the commit. */
+typedef struct zstage {
+    zent *e;
+    hr_slice member; /* in x->mem */
+    bool removed;
+    uint64_t enc;
+} zstage;
+
 /* The sets kept in memory: at most budget bytes of them; all: every set
  * from its creation (tests). */
 zreg *zreg_new(size_t budget, bool all);
@@ -162,6 +183,8 @@ bool zent_score(zent *e, hr_slice member, uint64_t *enc);
 void zent_walk(zent *e, bool reverse, uint64_t enc, hr_slice member, zs_visit visit, void *ctx);
 /* Stage a change (member copied), applied by zmem_commit. */
 void zmem_stage(rx *x, zent *e, hr_slice member, bool removed, uint64_t enc);
+/* The changes the batch has staged, in order: *n of them. */
+const zstage *zmem_staged(const rx *x, size_t *n);
 /* Count moves (score changes) of a set on disk, toward moving it in. */
 void zmem_moved(rx *x, hr_slice key, const rmeta *m, uint64_t moves);
 /* Whether every sorted set lives in memory from its creation (tests). */

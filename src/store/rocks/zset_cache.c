@@ -16,9 +16,9 @@
  * zs_scan would. A range read of a whole set (no bounds, no cursor) that
  * went to disk offers what it read, at the end of its batch. A batch that
  * takes a cached set holds it as long as its results (hr_batch_hold), so
- * op_zrange's members point into it (zc_lasting) instead of being copied:
- * the copies were a large part of a friends-reads' CPU for a user with
- * 5,000 friends over long-tail URLs.
+ * op_zrange's members point into it (zc_read.lasting) instead of being
+ * copied: the copies were a large part of a friends-reads' CPU for a user
+ * with 5,000 friends over long-tail URLs.
  *
  * CONSISTENCY. The record cache's rules (rocks/view.c), with writers that
  * only invalidate: zs_write and zs_remove, the only writers of a set's index
@@ -71,13 +71,27 @@ static bool tee_visit(void *ctx, uint64_t enc, hr_slice member) {
     return false;
 }
 
+/* The whole sorted sets of a batch (rx.zcache), in x->mem, made by the
+ * first set it writes or reads whole to offer: the on-disk sets the batch
+ * wrote (keys in mem, repeats allowed), and what it read whole to offer. */
+struct zcache_rx {
+    hr_slice *written;
+    size_t nwritten, written_cap;
+    hr_slice *offers; /* key, value, key, value... (in mem) */
+    size_t noffers, offers_cap;
+};
+
+static struct zcache_rx *part(rx *x) {
+    if (x->zcache == NULL) x->zcache = hr_arena_calloc(&x->mem, sizeof *x->zcache);
+    return x->zcache;
+}
+
 static void offer_later(rx *x, hr_slice key, hr_slice value) {
-    x->zc_offers =
-        arena_grow(&x->mem, x->zc_offers, x->zc_noffers, &x->zc_offers_cap, sizeof *x->zc_offers, 8, 0);
-    x->zc_offers[x->zc_noffers++] = hr_arena_copy(&x->mem, key);
-    x->zc_offers =
-        arena_grow(&x->mem, x->zc_offers, x->zc_noffers, &x->zc_offers_cap, sizeof *x->zc_offers, 8, 0);
-    x->zc_offers[x->zc_noffers++] = hr_arena_copy(&x->mem, value);
+    struct zcache_rx *zc = part(x);
+    zc->offers = arena_grow(&x->mem, zc->offers, zc->noffers, &zc->offers_cap, sizeof *zc->offers, 8, 0);
+    zc->offers[zc->noffers++] = hr_arena_copy(&x->mem, key);
+    zc->offers = arena_grow(&x->mem, zc->offers, zc->noffers, &zc->offers_cap, sizeof *zc->offers, 8, 0);
+    zc->offers[zc->noffers++] = hr_arena_copy(&x->mem, value);
 }
 
 static void release_blob(void *held) {
@@ -85,7 +99,7 @@ static void release_blob(void *held) {
 }
 
 int zc_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, double max, const hr_slice *after,
-            zs_visit visit, void *ctx) {
+            zs_visit visit, void *ctx, zc_read *rd) {
     bool cacheable = m->size <= ZC_MAX_MEMBERS && !x->dirty;
     hr_slice cached;
     rblob *held = NULL;
@@ -93,12 +107,14 @@ int zc_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, doubl
         rcache_take(x->s->zset_cache, key, x->seq, &held, &cached)) /* held as long as the results */
         hr_batch_hold(x->b, release_blob, held);
     if (held && cached.len >= ZC_VERSION_BYTES && load_u64(cached.ptr) == m->version) {
-        x->zc_origin = held;
-        if (x->zc_attached_only && rcache_attached(held)) return 0; /* the caller's form stands for them */
-        x->zc_lasting = cached; /* op_zrange's results may point into it */
+        if (rd) {
+            rd->origin = held;
+            if (rd->attached_only && rcache_attached(held)) return 0; /* the caller's form stands for them */
+            rd->lasting = cached; /* op_zrange's results may point into it */
+        }
         zi_walk(&x->mem, hr_slice_of(cached.ptr + ZC_VERSION_BYTES, cached.len - ZC_VERSION_BYTES), reverse,
                 min, max, after, visit, ctx);
-        x->zc_lasting = hr_slice_of(NULL, 0);
+        if (rd) rd->lasting = hr_slice_of(NULL, 0);
         return 0;
     }
     bool whole = after == NULL && min == -INFINITY && max == INFINITY;
@@ -136,21 +152,23 @@ int zc_scan(rx *x, hr_slice key, const rmeta *m, bool reverse, double min, doubl
 }
 
 void zc_note_write(rx *x, hr_slice key) {
-    if (x->zc_nwritten && hr_slice_eq(x->zc_written[x->zc_nwritten - 1], key))
-        return; /* the same set again */
-    x->zc_written =
-        arena_grow(&x->mem, x->zc_written, x->zc_nwritten, &x->zc_written_cap, sizeof *x->zc_written, 8, 0);
-    x->zc_written[x->zc_nwritten++] = hr_arena_copy(&x->mem, key);
+    struct zcache_rx *zc = part(x);
+    if (zc->nwritten && hr_slice_eq(zc->written[zc->nwritten - 1], key)) return; /* the same set again */
+    zc->written = arena_grow(&x->mem, zc->written, zc->nwritten, &zc->written_cap, sizeof *zc->written, 8, 0);
+    zc->written[zc->nwritten++] = hr_arena_copy(&x->mem, key);
 }
 
 void zc_before_write(rx *x) {
-    for (size_t i = 0; i < x->zc_nwritten; i++)
-        rcache_write_begin(x->s->zset_cache, x->zc_written[i]);
+    struct zcache_rx *zc = x->zcache;
+    for (size_t i = 0; zc && i < zc->nwritten; i++)
+        rcache_write_begin(x->s->zset_cache, zc->written[i]);
 }
 
 void zc_after_write(rx *x, bool ok, bool wrote, uint64_t stamp) {
-    for (size_t i = 0; wrote && i < x->zc_nwritten; i++) /* forget the set; a write stamped its slot */
-        rcache_write_end(x->s->zset_cache, x->zc_written[i], ok, false, hr_slice_of("", 0), stamp);
-    for (size_t i = 0; ok && i + 1 < x->zc_noffers; i += 2)
-        rcache_offer(x->s->zset_cache, x->zc_offers[i], x->zc_offers[i + 1], x->seq);
+    struct zcache_rx *zc = x->zcache;
+    if (zc == NULL) return;
+    for (size_t i = 0; wrote && i < zc->nwritten; i++) /* forget the set; a write stamped its slot */
+        rcache_write_end(x->s->zset_cache, zc->written[i], ok, false, hr_slice_of("", 0), stamp);
+    for (size_t i = 0; ok && i + 1 < zc->noffers; i += 2)
+        rcache_offer(x->s->zset_cache, zc->offers[i], zc->offers[i + 1], x->seq);
 }

@@ -569,24 +569,54 @@ static bool still_current(rx *x, hr_slice key, uint64_t version) {
     return yes;
 }
 
+/* A batch's use of the sets -------------------------------------------------- */
+
+/* Score changes of members of a set on disk, counted toward moving it into
+ * memory. */
+typedef struct zmoves {
+    hr_slice key; /* in x->mem */
+    uint64_t version, size, moves;
+} zmoves;
+
+/* The sets kept in memory as one batch uses them (rx.zmem), in x->mem, made
+ * by its first use of one: the entries the batch holds, its staged
+ * changes, and moves of sets on disk. The arrays are malloc'd; zmem_end
+ * frees them. */
+struct zmem_rx {
+    zent **held;
+    bool *fresh; /* held[i] was created by this batch, for a new set */
+    size_t nheld, held_cap;
+    zstage *st;
+    size_t nst, st_cap;
+    zmoves *moves;
+    size_t nmoves, moves_cap;
+};
+
+static struct zmem_rx *part(rx *x) {
+    if (x->zmem == NULL) x->zmem = hr_arena_calloc(&x->mem, sizeof *x->zmem);
+    return x->zmem;
+}
+
 /* The entries this batch holds references to, so that each is looked up once
  * per batch and released at its end. */
 static zent *held(rx *x, hr_slice key, uint64_t version) {
-    for (size_t i = 0; i < x->nzheld; i++) {
-        zent *e = x->zheld[i];
+    struct zmem_rx *z = x->zmem;
+    for (size_t i = 0; z && i < z->nheld; i++) {
+        zent *e = z->held[i];
         if (e->version == version && e->klen == key.len && memcmp(e->key, key.ptr, key.len) == 0) return e;
     }
     return NULL;
 }
 
 static void hold(rx *x, zent *e, bool fresh) {
-    if (x->nzheld == x->zheld_cap) {
-        x->zheld_cap = x->zheld_cap ? x->zheld_cap * 2 : 8;
-        x->zheld = hr_xrealloc(x->zheld, x->zheld_cap * sizeof *x->zheld);
-        x->zfresh = hr_xrealloc(x->zfresh, x->zheld_cap * sizeof *x->zfresh);
+    struct zmem_rx *z = part(x);
+    if (z->nheld == z->held_cap) {
+        z->held_cap = z->held_cap ? z->held_cap * 2 : 8;
+        z->held = hr_xrealloc(z->held, z->held_cap * sizeof *z->held);
+        z->fresh = hr_xrealloc(z->fresh, z->held_cap * sizeof *z->fresh);
     }
-    x->zfresh[x->nzheld] = fresh;
-    x->zheld[x->nzheld++] = e;
+    z->fresh[z->nheld] = fresh;
+    z->held[z->nheld++] = e;
 }
 
 int zmem_acquire(rx *x, hr_slice key, const rmeta *m, bool fresh, zent **out) {
@@ -691,28 +721,35 @@ void zent_walk(zent *e, bool reverse, uint64_t enc, hr_slice member, zs_visit vi
 }
 
 void zmem_stage(rx *x, zent *e, hr_slice member, bool removed, uint64_t enc) {
-    if (x->nzst == x->zst_cap) {
-        x->zst_cap = x->zst_cap ? x->zst_cap * 2 : 16;
-        x->zst = hr_xrealloc(x->zst, x->zst_cap * sizeof *x->zst);
+    struct zmem_rx *z = part(x);
+    if (z->nst == z->st_cap) {
+        z->st_cap = z->st_cap ? z->st_cap * 2 : 16;
+        z->st = hr_xrealloc(z->st, z->st_cap * sizeof *z->st);
     }
-    x->zst[x->nzst++] = (zstage){e, hr_arena_copy(&x->mem, member), removed, enc};
+    z->st[z->nst++] = (zstage){e, hr_arena_copy(&x->mem, member), removed, enc};
+}
+
+const zstage *zmem_staged(const rx *x, size_t *n) {
+    *n = x->zmem ? x->zmem->nst : 0;
+    return x->zmem ? x->zmem->st : NULL;
 }
 
 void zmem_moved(rx *x, hr_slice key, const rmeta *m, uint64_t moves) {
     if (m->size < ZMEM_MIN_SIZE || x->s->zreg->all) return;
-    for (size_t i = 0; i < x->nzmoves; i++) {
-        zmoves *v = &x->zmoves[i];
+    struct zmem_rx *z = part(x);
+    for (size_t i = 0; i < z->nmoves; i++) {
+        zmoves *v = &z->moves[i];
         if (hr_slice_eq(v->key, key)) {
             v->moves += moves;
             v->size = m->size;
             return;
         }
     }
-    if (x->nzmoves == x->zmoves_cap) {
-        x->zmoves_cap = x->zmoves_cap ? x->zmoves_cap * 2 : 4;
-        x->zmoves = hr_xrealloc(x->zmoves, x->zmoves_cap * sizeof *x->zmoves);
+    if (z->nmoves == z->moves_cap) {
+        z->moves_cap = z->moves_cap ? z->moves_cap * 2 : 4;
+        z->moves = hr_xrealloc(z->moves, z->moves_cap * sizeof *z->moves);
     }
-    x->zmoves[x->nzmoves++] = (zmoves){hr_arena_copy(&x->mem, key), m->version, m->size, moves};
+    z->moves[z->nmoves++] = (zmoves){hr_arena_copy(&x->mem, key), m->version, m->size, moves};
 }
 
 bool zmem_all(const rx *x) {
@@ -816,13 +853,15 @@ static void promote(rx *x, const zmoves *v, uint64_t moves) {
 
 void zmem_commit(rx *x) {
     zreg *r = x->s->zreg;
+    struct zmem_rx *z = x->zmem;
+    size_t nst = z ? z->nst : 0, nmoves = z ? z->nmoves : 0;
     /* 1. The staged changes, in order, one lock per run of one entry. */
-    for (size_t i = 0; i < x->nzst;) {
-        zent *e = x->zst[i].e;
+    for (size_t i = 0; i < nst;) {
+        zent *e = z->st[i].e;
         pthread_rwlock_wrlock(&e->lock);
         size_t before = e->z.bytes;
-        for (; i < x->nzst && x->zst[i].e == e; i++) {
-            const zstage *st = &x->zst[i];
+        for (; i < nst && z->st[i].e == e; i++) {
+            const zstage *st = &z->st[i];
             if (st->removed)
                 zmem_remove(&e->z, st->member);
             else
@@ -857,8 +896,8 @@ void zmem_commit(rx *x) {
         pthread_mutex_unlock(&r->mu);
     }
     /* 3. Sets that qualified. */
-    for (size_t i = 0; i < x->nzmoves; i++) {
-        const zmoves *v = &x->zmoves[i];
+    for (size_t i = 0; i < nmoves; i++) {
+        const zmoves *v = &z->moves[i];
         pthread_mutex_lock(&r->mu);
         uint64_t total = count_moves(r, v->key, v->moves);
         bool go =
@@ -871,9 +910,10 @@ void zmem_commit(rx *x) {
 void zmem_abort(rx *x) {
     /* A set this batch created in memory does not exist after all. */
     zreg *r = x->s->zreg;
-    for (size_t i = 0; i < x->nzheld; i++) {
-        if (!x->zfresh[i]) continue;
-        zent *e = x->zheld[i];
+    struct zmem_rx *z = x->zmem;
+    for (size_t i = 0; z && i < z->nheld; i++) {
+        if (!z->fresh[i]) continue;
+        zent *e = z->held[i];
         pthread_mutex_lock(&r->mu);
         zent **link = find_link(r, hr_slice_of(e->key, e->klen));
         if (*link == e) unlink_ent(r, link);
@@ -882,16 +922,13 @@ void zmem_abort(rx *x) {
 }
 
 void zmem_end(rx *x) {
-    for (size_t i = 0; i < x->nzheld; i++)
-        unref(x->zheld[i]);
-    free(x->zheld);
-    free(x->zfresh);
-    x->zfresh = NULL;
-    free(x->zst);
-    free(x->zmoves);
-    x->zheld = NULL;
-    x->zst = NULL;
-    x->zmoves = NULL;
-    x->nzheld = x->nzst = x->nzmoves = 0;
-    x->zheld_cap = x->zst_cap = x->zmoves_cap = 0;
+    struct zmem_rx *z = x->zmem;
+    if (z == NULL) return;
+    for (size_t i = 0; i < z->nheld; i++)
+        unref(z->held[i]);
+    free(z->held);
+    free(z->fresh);
+    free(z->st);
+    free(z->moves);
+    x->zmem = NULL; /* the part itself goes with x->mem */
 }
