@@ -437,7 +437,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     s->super.memo_bytes = tune.budget[ROCKS_CACHE_MEMOS];
     s->blocks = rocksdb_cache_create_lru(tune.budget[ROCKS_CACHE_BLOCKS]);
     s->zreg = zreg_new(tune.budget[ROCKS_CACHE_RANKINGS], tune.zset_memory_all);
-    s->tlc = tlcache_new(tune.tl_hot_keep);
+    s->tlc = tlcache_new(tune.tl_hot_keep, tune.budget[ROCKS_CACHE_HOTLISTS]);
     /* A slot per 256 bytes of the metadata cache: its records (a URL's
      * readers inline, a set's size) are ~50-200 bytes, and a friends-reads
      * of a feed of 100 rarely read URLs is 100 of them. A slot per 4 KiB of
@@ -448,7 +448,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     s->zset_cache = rcache_new(ZC_SLOTS, ZC_MAX_BYTES, tune.budget[ROCKS_CACHE_ZSETS]);
     s->pset_images = rcache_new(PIMG_SLOTS, PIMG_MAX_BYTES, tune.budget[ROCKS_CACHE_IMAGES]);
     s->pimg_log = pimg_log_new();
-    s->pcols = pcols_new();
+    s->pcols = tune.budget[ROCKS_CACHE_COLUMNS] >= pcols_size() ? pcols_new() : NULL; /* NULL: none */
     s->views = vspares_new();
 
     /* LZ4 when this RocksDB has it, else no compression. */

@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "store/rocks/cache.h"
+#include "store/rocks/pset.h"
+#include "store/rocks/timelist.h"
 #include "store/rocks/zset.h"
 
 static const struct {
@@ -87,6 +89,8 @@ void rocks_caches_report(const hr_store *hs, hr_store_metrics *m) {
         case ROCKS_CACHE_ZSETS: held = rcache_bytes(s->zset_cache); break;
         case ROCKS_CACHE_IMAGES: held = rcache_bytes(s->pset_images); break;
         case ROCKS_CACHE_RANKINGS: held = zreg_bytes(s->zreg); break;
+        case ROCKS_CACHE_COLUMNS: held = s->pcols ? pcols_bytes(s->pcols) : 0; break;
+        case ROCKS_CACHE_HOTLISTS: held = tlcache_bytes(s->tlc); break;
         default: continue; /* the memos are the callers' to report */
         }
         m->caches[m->n_caches].name = caches[i].name;

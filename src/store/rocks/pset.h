@@ -90,6 +90,10 @@ void pcols_free(pcols *p);
 bool pcols_test(rx *x, const hr_op *op, const rmeta *m, const pimg *img, unsigned char *out, int64_t *count);
 /* Tests answered from columns, columns filled, member rows (tests). */
 void pcols_stats(const pcols *p, uint64_t *tests, uint64_t *fills, size_t *rows);
+/* The memory the columns take (their fixed tables), and the part of it
+ * member rows use. */
+size_t pcols_size(void);
+size_t pcols_bytes(const pcols *p);
 /* The store's log of chunk writes (rocks_pimage.c). */
 typedef struct pimg_log pimg_log;
 pimg_log *pimg_log_new(void);

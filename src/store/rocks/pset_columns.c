@@ -55,7 +55,8 @@
  * that looked up its members' rows before a fill inserted one of them sees
  * the count change and looks the missing ones up again.
  *
- * MEMORY. Fixed: PCOL_ROWS key slots and rows (2 MiB of keys, 32 MiB of
+ * MEMORY. The `columns` share of the store's memory (rocks/memory.h), when
+ * it holds the fixed tables (pcols_size): PCOL_ROWS key slots and rows (2 MiB of keys, 32 MiB of
  * bits, from hr_table_calloc: huge pages, touched only as used), at most
  * 3/4 of them used (past that a fill fails and its set is tested from its
  * image), plus per column the rows it has set (4 bytes each, to clear them
@@ -215,6 +216,15 @@ void pcols_stats(const pcols *p, uint64_t *tests, uint64_t *fills, size_t *rows)
     *tests = atomic_load(&p->tests);
     *fills = atomic_load(&p->fills);
     *rows = atomic_load(&p->nrows);
+}
+
+size_t pcols_size(void) {
+    return PCOL_ROWS * (sizeof(uint64_t) + PCOL_WORDS * sizeof(uint64_t)) + sizeof(pcols);
+}
+
+size_t pcols_bytes(const pcols *p) {
+    return atomic_load_explicit(&p->nrows, memory_order_relaxed) *
+           (sizeof(uint64_t) + PCOL_WORDS * sizeof(uint64_t));
 }
 
 /* Whether column c (its bucket locked) is the image img of set key. */

@@ -60,10 +60,14 @@ void tl_bulk_mode(rocks_store *s, bool bulk);
 
 typedef struct tlc_list tlc_list; /* one of them */
 
-tlcache *tlcache_new(size_t keep); /* keep: newest entries loaded (0: 1024) */
-void tlcache_free(tlcache *c);     /* NULL is a no-op */
-size_t tlcache_lists(tlcache *c);  /* lists kept */
-size_t tlcache_hits(tlcache *c);   /* range reads answered from memory so far */
+/* keep: newest entries loaded (0: 1024); budget: the bytes its lists may
+ * take (the `hotlists` share, rocks/memory.h): a list is kept while there
+ * is room for its keep entries (0: none is). */
+tlcache *tlcache_new(size_t keep, size_t budget);
+size_t tlcache_bytes(tlcache *c); /* what its lists take, by TLC_ITEM_BYTES an entry */
+void tlcache_free(tlcache *c);    /* NULL is a no-op */
+size_t tlcache_lists(tlcache *c); /* lists kept */
+size_t tlcache_hits(tlcache *c);  /* range reads answered from memory so far */
 /* Held by every batch that writes time lists while some are kept, from
  * before it chooses its stripes until after tlcache_apply. */
 void tlcache_gate_enter(tlcache *c);

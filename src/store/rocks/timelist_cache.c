@@ -12,7 +12,10 @@
  * the store to keep the list's head in memory. After that batch, the list's
  * newest `keep` entries are loaded (one scan) and from then on kept up to
  * date by every batch that writes the list, until the store closes. At most
- * TLC_MAX_LISTS lists; past that, hot reads read RocksDB as before.
+ * TLC_MAX_LISTS lists, and a new one only while the `hotlists` share of the
+ * store's memory (rocks/memory.h) has room for its keep entries (a list
+ * grows to 2 x keep between truncations); past that, hot reads read
+ * RocksDB as before.
  *
  * WHAT IS KEPT. A list's entries as their key suffixes (time, encoded
  * member: rocks/timelist.c), so that byte order is the list's order, with their
@@ -54,6 +57,9 @@
 #define TLC_SLOTS 2048        /* registry slots (open addressing), twice the lists */
 #define TLC_MAX_LISTS 1024    /* lists kept at most */
 #define TLC_KEEP_DEFAULT 1024 /* newest entries loaded; a list holds up to twice that */
+/* What an entry costs, counted against the budget: its tlc_item and its
+ * suffix (8 bytes of time and a member of some tens of bytes) from malloc. */
+#define TLC_ITEM_BYTES 64
 
 typedef struct tlc_item {
     char *sfx; /* time (8 bytes) + encoded member, as in the list's keys */
@@ -62,6 +68,7 @@ typedef struct tlc_item {
 } tlc_item;
 
 struct tlc_list {
+    tlcache *c;    /* whose entries count (tlcache.items) */
     uint64_t hash; /* XXH3 of the list key */
     char *key;
     size_t key_len;
@@ -82,7 +89,9 @@ struct tlcache {
     _Atomic(tlc_list *) slots[TLC_SLOTS]; /* set once under the gate's write lock, never cleared */
     atomic_size_t n;
     size_t keep;
-    atomic_size_t hits; /* range reads answered here (for the tests) */
+    size_t budget;       /* bytes its entries may take (tlcache_bytes) */
+    atomic_size_t items; /* entries of every list */
+    atomic_size_t hits;  /* range reads answered here (for the tests) */
 };
 
 /* A change a batch made to a kept list, applied after its commit. */
@@ -112,7 +121,7 @@ static struct tlc_rx *part(rx *x) {
     return x->tlc;
 }
 
-tlcache *tlcache_new(size_t keep) {
+tlcache *tlcache_new(size_t keep, size_t budget) {
     tlcache *c = hr_xcalloc(1, sizeof *c);
     pthread_rwlockattr_t attr;
     pthread_rwlockattr_init(&attr);
@@ -122,7 +131,12 @@ tlcache *tlcache_new(size_t keep) {
     pthread_rwlock_init(&c->gate, &attr);
     pthread_rwlockattr_destroy(&attr);
     c->keep = keep ? keep : TLC_KEEP_DEFAULT;
+    c->budget = budget;
     return c;
+}
+
+size_t tlcache_bytes(tlcache *c) {
+    return atomic_load_explicit(&c->items, memory_order_relaxed) * TLC_ITEM_BYTES;
 }
 
 static void list_free(tlc_list *l) {
@@ -197,6 +211,7 @@ static bool covered(const tlc_list *l, hr_slice s) {
 /* Keep the newest `keep` items; the floor becomes the smallest dropped. */
 static void truncate_to(tlc_list *l, size_t keep) {
     size_t drop = l->n - keep;
+    atomic_fetch_sub_explicit(&l->c->items, drop, memory_order_relaxed);
     for (size_t i = 0; i + 1 < drop; i++)
         free(l->items[i].sfx);
     free(l->floor);
@@ -222,6 +237,7 @@ static void item_add(tlc_list *l, hr_slice sfx, int64_t expire_at, size_t keep) 
     memcpy(copy, sfx.ptr, sfx.len);
     l->items[pos] = (tlc_item){copy, (uint32_t)sfx.len, expire_at};
     l->n++;
+    atomic_fetch_add_explicit(&l->c->items, 1, memory_order_relaxed);
     if (l->n > 2 * keep) truncate_to(l, keep);
 }
 
@@ -231,6 +247,7 @@ static void item_remove(tlc_list *l, hr_slice sfx) {
     free(l->items[pos - 1].sfx);
     memmove(l->items + pos - 1, l->items + pos, (l->n - pos) * sizeof *l->items);
     l->n--;
+    atomic_fetch_sub_explicit(&l->c->items, 1, memory_order_relaxed);
 }
 
 /* Reads ---------------------------------------------------------------------- */
@@ -369,6 +386,7 @@ static int load(rocks_store *s, tlc_list *l, size_t keep) {
     for (size_t i = 0; i < n; i++)
         l->items[i] = newest_first[n - 1 - i];
     l->n = n;
+    atomic_fetch_add_explicit(&l->c->items, n, memory_order_relaxed);
     free(newest_first);
     return 0;
 }
@@ -376,11 +394,14 @@ static int load(rocks_store *s, tlc_list *l, size_t keep) {
 static void keep_list(rocks_store *s, hr_slice list) {
     tlcache *c = s->tlc;
     pthread_rwlock_wrlock(&c->gate); /* waits for the writers that did not know the list */
-    if (tlcache_find(c, list) || atomic_load(&c->n) >= TLC_MAX_LISTS) {
+    /* A new list loads up to keep entries: they must fit in the budget. */
+    bool room = atomic_load(&c->n) < TLC_MAX_LISTS && tlcache_bytes(c) + c->keep * TLC_ITEM_BYTES <= c->budget;
+    if (tlcache_find(c, list) || !room) {
         pthread_rwlock_unlock(&c->gate);
         return;
     }
     tlc_list *l = hr_xcalloc(1, sizeof *l);
+    l->c = c;
     l->hash = XXH3_64bits(list.ptr, list.len);
     l->key = hr_xmalloc(list.len ? list.len : 1);
     memcpy(l->key, list.ptr, list.len);

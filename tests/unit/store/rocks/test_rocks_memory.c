@@ -7,6 +7,7 @@
 
 #include "store/rocks/engine.h"
 #include "store/rocks/memory.h"
+#include "store/rocks/timelist.h"
 #include "support.h"
 
 Test(rocks_memory, the_shares_make_the_whole_budget) {
@@ -21,7 +22,7 @@ Test(rocks_memory, the_shares_make_the_whole_budget) {
     cr_assert_leq(sum, HR_STORE_MEMORY_DEFAULT);
     cr_assert_geq(sum, HR_STORE_MEMORY_DEFAULT / 100 * 100, "the percents add up to 100");
     cr_assert_eq(rocks_tuning_parse("", (size_t)10 << 20, &t, &err), HR_OK);
-    cr_assert_eq(t.budget[ROCKS_CACHE_CHUNKS], ((size_t)10 << 20) / 100 * 24);
+    cr_assert_eq(t.budget[ROCKS_CACHE_CHUNKS], ((size_t)10 << 20) / 100 * 18);
 }
 
 Test(rocks_memory, tuning_parameters) {
@@ -92,4 +93,50 @@ Test(rocks_memory, a_store_reports_its_caches) {
     snprintf(uri, sizeof uri, "rocksdb:%s?colour=red", dir);
     cr_assert_eq(hr_store_open(uri, NULL, &s, &err), HR_EINVAL);
     cr_assert(strstr(err.msg, "colour") != NULL, "%s", err.msg);
+}
+
+/* The hot time lists and the member columns live in their shares: turned
+ * off, a hot read keeps no list and no columns exist; with their shares, a
+ * hot read keeps its list, which /metrics counts. */
+static void hot_read(hr_store *s, hr_batch *b) {
+    hr_err err = {0};
+    hr_batch_reset(b);
+    hr_tladd(b, hr_slice_str("{big}/feed"), 1000, hr_slice_str("a1"), 0);
+    cr_assert_eq(hr_store_exec(s, b, 0, &err), HR_OK, "%s", err.msg);
+    hr_batch_reset(b);
+    hr_tlrange_spec sp = hr_tlrange_all(10, 2000);
+    sp.hot = true;
+    hr_tlrange(b, hr_slice_str("{big}/feed"), &sp);
+    cr_assert_eq(hr_store_exec(s, b, 0, &err), HR_OK, "%s", err.msg);
+}
+
+static size_t held_by(hr_store *s, const char *cache) {
+    hr_store_metrics m;
+    hr_store_metrics_of(s, &m);
+    for (size_t i = 0; i < m.n_caches; i++)
+        if (strcmp(m.caches[i].name, cache) == 0) return m.caches[i].bytes;
+    cr_assert_fail("no cache '%s' reported", cache);
+    return 0;
+}
+
+Test(rocks_memory, hot_lists_and_columns_take_their_shares) {
+    for (int off = 0; off < 2; off++) {
+        char dir[] = "/tmp/herald-memory-XXXXXX", uri[128];
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(uri, sizeof uri, "rocksdb:%s%s", dir, off ? "?off=columns,hotlists" : "");
+        hr_store *s;
+        hr_err err = {0};
+        cr_assert_eq(hr_store_open(uri, NULL, &s, &err), HR_OK, "%s", err.msg);
+        hr_batch *b = hr_batch_new();
+        hot_read(s, b);
+        rocks_store *r = (rocks_store *)s;
+        cr_assert_eq(tlcache_lists(r->tlc), off ? 0u : 1u, "lists kept");
+        cr_assert_eq(held_by(s, "hotlists") > 0, !off);
+        cr_assert_eq(r->pcols != NULL, !off, "columns exist only with their share");
+        hr_batch_free(b);
+        hr_store_close(s);
+        char cmd[160];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        cr_assert_eq(system(cmd), 0);
+    }
 }
