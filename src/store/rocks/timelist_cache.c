@@ -395,7 +395,8 @@ static void keep_list(rocks_store *s, hr_slice list) {
     tlcache *c = s->tlc;
     pthread_rwlock_wrlock(&c->gate); /* waits for the writers that did not know the list */
     /* A new list loads up to keep entries: they must fit in the budget. */
-    bool room = atomic_load(&c->n) < TLC_MAX_LISTS && tlcache_bytes(c) + c->keep * TLC_ITEM_BYTES <= c->budget;
+    bool room =
+        atomic_load(&c->n) < TLC_MAX_LISTS && tlcache_bytes(c) + c->keep * TLC_ITEM_BYTES <= c->budget;
     if (tlcache_find(c, list) || !room) {
         pthread_rwlock_unlock(&c->gate);
         return;
