@@ -7,6 +7,7 @@
 #define HR_TEST_STORE_CHECKS_H
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,5 +83,15 @@ typedef struct worker {
     int failures;
     int64_t max;
 } worker;
+
+/* Run fn on THREADS threads, thread i given args + i * size bytes, and wait
+ * for them all. */
+static inline void run_threads(void *(*fn)(void *), void *args, size_t size) {
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        pthread_create(&t[i], NULL, fn, (char *)args + (size_t)i * size);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+}
 
 #endif

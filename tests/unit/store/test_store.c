@@ -315,13 +315,9 @@ static void *lock_worker(void *arg) {
 STORE_TEST_MEM(store, value_lock_of_two_ops_excludes) {
     enum { PER = 40 };
     locker w[THREADS];
-    pthread_t t[THREADS];
-    for (int i = 0; i < THREADS; i++) {
-        w[i] = (locker){.s = s, .lock = K("mutex"), .number = K("number"), .id = i, .n = PER};
-        pthread_create(&t[i], NULL, lock_worker, &w[i]);
-    }
     for (int i = 0; i < THREADS; i++)
-        pthread_join(t[i], NULL);
+        w[i] = (locker){.s = s, .lock = K("mutex"), .number = K("number"), .id = i, .n = PER};
+    run_threads(lock_worker, w, sizeof w[0]);
     for (int i = 0; i < THREADS; i++)
         cr_assert_eq(w[i].failures, 0, "thread %d: %d failures", i, w[i].failures);
     const char *want = Mf("%ld", THREADS * PER).ptr;

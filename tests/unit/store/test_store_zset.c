@@ -83,13 +83,9 @@ static void *zincr_worker(void *arg) {
 STORE_TEST_MEM(zset, zset_concurrent_incr) {
     enum { PER = 300 };
     worker w[THREADS];
-    pthread_t t[THREADS];
-    for (int i = 0; i < THREADS; i++) {
-        w[i] = (worker){.s = s, .key = K("votes"), .id = i, .n = PER};
-        pthread_create(&t[i], NULL, zincr_worker, &w[i]);
-    }
     for (int i = 0; i < THREADS; i++)
-        pthread_join(t[i], NULL);
+        w[i] = (worker){.s = s, .key = K("votes"), .id = i, .n = PER};
+    run_threads(zincr_worker, w, sizeof w[0]);
     for (int i = 0; i < THREADS; i++)
         cr_assert_eq(w[i].failures, 0);
     /* half the threads add 2, half add -1: no increment may be lost */
@@ -237,13 +233,9 @@ static void *cas_worker(void *arg) {
 STORE_TEST_MEM(zset, zset_concurrent_compare_and_set) {
     enum { PER = 200 };
     worker w[THREADS];
-    pthread_t t[THREADS];
-    for (int i = 0; i < THREADS; i++) {
-        w[i] = (worker){.s = s, .key = KT("count"), .id = i, .n = PER};
-        pthread_create(&t[i], NULL, cas_worker, &w[i]);
-    }
     for (int i = 0; i < THREADS; i++)
-        pthread_join(t[i], NULL);
+        w[i] = (worker){.s = s, .key = KT("count"), .id = i, .n = PER};
+    run_threads(cas_worker, w, sizeof w[0]);
     for (int i = 0; i < THREADS; i++)
         cr_assert_eq(w[i].failures, 0);
     /* every set that won counted one: none may be lost or counted twice */
