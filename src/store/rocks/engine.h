@@ -189,6 +189,11 @@ typedef struct rx {
     struct queue_rx *queue;
 } rx;
 
+/* The batch's part `field` of rx, made (zeroed, in x->mem, so it goes with
+ * the batch) by its module's first use of it. */
+#define RX_PART(x, field)                                                                                    \
+    ((x)->field ? (x)->field : ((x)->field = hr_arena_calloc(&(x)->mem, sizeof *(x)->field)))
+
 /* What the batch itself knows of (cf, key), without reading the DB: true
  * when it wrote the key (or read it before), with *found and *val as rx_get
  * answers them. */

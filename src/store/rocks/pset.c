@@ -237,8 +237,7 @@ struct pset_rx {
 static void mark_dirty(rx *x, hr_slice k, pchunk *pc) {
     if (pc->dirty) return;
     pc->dirty = true;
-    struct pset_rx *ps = x->pset;
-    if (ps == NULL) ps = x->pset = hr_arena_calloc(&x->mem, sizeof *ps);
+    struct pset_rx *ps = RX_PART(x, pset);
     if (ps->ndirty == ps->dirty_cap) {
         size_t cap = ps->dirty_cap ? ps->dirty_cap * 2 : 16;
         hr_slice *d = hr_arena_alloc(&x->mem, cap * sizeof *d);

@@ -415,8 +415,7 @@ static bool column_of(rx *x, pcols *p, hr_slice key, const rmeta *m, const pimg 
  * would spend the rows and columns on members and sets that are not tested
  * together. */
 static bool members_shared(rx *x, const hr_op *op) {
-    struct pcol_rx *t = x->pcol;
-    if (t == NULL) t = x->pcol = hr_arena_calloc(&x->mem, sizeof *t);
+    struct pcol_rx *t = RX_PART(x, pcol);
     if (t->members == op->u64s) return t->shared;
     const hr_op *ops = x->b->ops;
     size_t at = (size_t)(op - ops);

@@ -234,8 +234,7 @@ static int queue_load(rx *x, rqueue *q) {
 /* The queue named by op's key, loaded if this process has not seen it, and
  * the batch's pending changes to it. */
 static int queue_for(rx *x, const hr_op *op, rqueue **qo, qpend **po) {
-    struct queue_rx *qb = x->queue;
-    if (qb == NULL) qb = x->queue = hr_arena_calloc(&x->mem, sizeof *qb);
+    struct queue_rx *qb = RX_PART(x, queue);
     for (size_t i = 0; i < qb->n; i++) {
         rqueue *q = qb->p[i].q;
         if (q->len == op->key.len && memcmp(q->name, op->key.ptr, q->len) == 0) {

@@ -117,8 +117,7 @@ struct tlc_rx {
 };
 
 static struct tlc_rx *part(rx *x) {
-    if (x->tlc == NULL) x->tlc = hr_arena_calloc(&x->mem, sizeof *x->tlc);
-    return x->tlc;
+    return RX_PART(x, tlc);
 }
 
 tlcache *tlcache_new(size_t keep, size_t budget) {

@@ -82,8 +82,7 @@ struct zcache_rx {
 };
 
 static struct zcache_rx *part(rx *x) {
-    if (x->zcache == NULL) x->zcache = hr_arena_calloc(&x->mem, sizeof *x->zcache);
-    return x->zcache;
+    return RX_PART(x, zcache);
 }
 
 static void offer_later(rx *x, hr_slice key, hr_slice value) {

@@ -593,8 +593,7 @@ struct zmem_rx {
 };
 
 static struct zmem_rx *part(rx *x) {
-    if (x->zmem == NULL) x->zmem = hr_arena_calloc(&x->mem, sizeof *x->zmem);
-    return x->zmem;
+    return RX_PART(x, zmem);
 }
 
 /* The entries this batch holds references to, so that each is looked up once
