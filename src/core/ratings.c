@@ -123,14 +123,15 @@ static int note_result(upsert *u, const hr_result *res, hr_err *err) {
  * holder left; the batch runs again while another server holds it. The
  * note lives in another slot, so its read may come before the take: the
  * vote's compare-and-set checks it (upsert_write). */
-static int upsert_read(upsert *u, hr_batch *b, hr_lease *lease, hr_slice lk, hr_arena *a, hr_err *err) {
+static int upsert_read(upsert *u, hr_batch *b, hr_arena *a, hr_err *err) {
     hr_ratings *r = u->r;
+    hr_lease *lease = u->lease;
     size_t old_op = 0, card_op = 0, st_op = 0, lease_op = 0, note_op = 0;
     int rc = HR_OK;
     for (bool again = true; again;) {
         again = false;
         hr_batch_reset(b);
-        if (lease) lease_op = hr_lease_take_op(lease, b, lk);
+        if (lease) lease_op = hr_lease_take_op(lease, b, u->lease_key);
         old_op = hr_zscore(b, subject_key(&u->k, r, u->subject), u->object);
         card_op = hr_zcard(b, subject_key(&u->k, r, u->subject));
         st_op = hr_stories_fill_ops(r->stories, b, u->object);
@@ -256,7 +257,7 @@ int hr_ratings_put(hr_ratings *r, hr_slice subject, hr_slice object, int score, 
     pthread_mutex_t *lock = lock_of(r, subject, object);
     pthread_mutex_lock(lock);
 
-    rc = upsert_read(&u, b, held, hr_buf_slice(&lk), a, err);
+    rc = upsert_read(&u, b, a, err);
     upsert_decide(&u);
     bool apply = rc == HR_OK && !(u.had && time_ms < u.old.time_ms);
     int64_t sum = u.story.score;

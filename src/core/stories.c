@@ -425,7 +425,6 @@ hr_vote hr_stories_vote_ops(const hr_stories *s, hr_batch *b, hr_slice id, int64
     hr_buf k = HR_BUF_INIT, vk = HR_BUF_INIT;
     /* Notes where a crash can cut a change short: see stories.h. */
     v.has_note = !hr_store_caps_of(s->store)->atomic_batches;
-    v.has_guard = cas;
     if (v.has_note) hr_zguard(b, votes_key(&vk, s, id), voter->id, voter->noted);
     if (cas) hr_zguard(b, rank_key(&k, s, HR_RANK_TOP, id), id, (double)known_sum);
     if (v.has_note) hr_zadd(b, votes_key(&vk, s, id), voter->stamp, voter->id);
@@ -446,7 +445,7 @@ bool hr_stories_vote_lost(const hr_vote *v, const hr_batch *b, int64_t *known_su
         const hr_result *r = hr_batch_result(b, g++);
         if (r->rc == HR_OK || r->rc == HR_ENOTFOUND) voter->noted = r->rc == HR_OK ? r->score : NAN;
     }
-    if (!v->has_guard) return true;
+    if (!v->cas) return true;
     const hr_result *r = hr_batch_result(b, g);
     if (r->rc == HR_OK) *known_sum = (int64_t)llround(r->score);
     return r->rc != HR_ENOTFOUND;

@@ -229,12 +229,11 @@ typedef struct hr_voter {
 
 /* A vote as hr_stories_vote_ops added it to a batch. */
 typedef struct hr_vote {
-    size_t op;      /* the sum's write */
-    bool cas;       /* the sum is set to guess, with the hot score of it */
-    int64_t guess;  /* with cas: the sum written */
-    size_t guards;  /* the index of the first guard: the note's, then the sum's */
-    bool has_note;  /* a guard of the voter's note comes first */
-    bool has_guard; /* the sum's guard follows (with cas) */
+    size_t op;     /* the sum's write */
+    bool cas;      /* the sum is set to guess, with the hot score of it */
+    int64_t guess; /* with cas: the sum written */
+    size_t guards; /* the index of the first guard: the note's, then the sum's (with cas) */
+    bool has_note; /* a guard of the voter's note comes first */
 } hr_vote;
 
 /* Add to b, at its end, the vote's change of story id's sum by delta, as

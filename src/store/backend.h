@@ -140,6 +140,15 @@ struct hr_batch {
     size_t test_n;
 };
 
+/* The index of b's first guard that will run (store.h, hr_zguard; its rc
+ * is HR_OK after the dispatcher's checks): from it on, the ops are one
+ * step. b->len when there is none. */
+static inline size_t hr_batch_first_guard(const hr_batch *b) {
+    for (size_t i = 0; i < b->len; i++)
+        if (b->ops[i].type == HR_OP_ZGUARD && b->ops[i].result.rc == HR_OK) return i;
+    return b->len;
+}
+
 /* Keep p alive as long as b's results: release(p) when b is reset or
  * freed. A backend answers from memory it shares this way instead of
  * copying into the arena (a cached friend list of 5,000, rocks/zset_cache.c). */

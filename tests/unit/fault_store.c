@@ -57,21 +57,12 @@ static int run_split(fault_store *c, hr_batch *b, unsigned flags, hr_err *err) {
     return rc;
 }
 
-/* The index of b's first guard that will run (store.h, hr_zguard): from it
- * on, the ops are one step, which a killed server sent whole (one script
- * on Redis Cluster) or not at all. b->len when there is none. */
-static size_t first_step(const hr_batch *b) {
-    for (size_t i = 0; i < b->len; i++)
-        if (b->ops[i].type == HR_OP_ZGUARD && b->ops[i].result.rc == HR_OK) return i;
-    return b->len;
-}
-
 static int fault_exec(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
     fault_store *c = (fault_store *)s;
     size_t n = c->seen++;
     bool crash = c->between == NULL;
     if (crash && n > c->at) return hr_err_set(err, HR_EIO, "fault_store: the server is gone");
-    size_t step = first_step(b);
+    size_t step = hr_batch_first_guard(b); /* a step is sent whole (one script) or not at all */
     if (n == c->at) c->at_len = step < b->len ? step + 1 : b->len;
     int rc;
     if (n == c->at && !crash) {
@@ -81,7 +72,7 @@ static int fault_exec(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
             cr_assert(!c->inner->backend->caps.atomic_batches || c->keep == 0 || c->keep == FAULT_KEEP_ALL,
                       "an atomic batch runs whole or not at all");
             for (size_t i = 0; i < b->len; i++) {
-                size_t part = i < step ? i : step; /* a step is sent whole or not at all */
+                size_t part = i < step ? i : step;
                 if (part >= 64 || !(c->keep >> part & 1)) b->ops[i].result.rc = HR_EIO; /* never sent */
             }
         }

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/arena.h"
@@ -172,6 +173,14 @@ size_t redis_tl_build(hr_arena *a, const hr_op *op, int64_t now_ms, rc_cmd *cmd)
  * shape. */
 size_t redis_queue_build(hr_arena *a, const hr_op *op, rc_cmd *cmd);
 bool redis_queue_decode(hr_batch *b, hr_op *op, const rc_cmd *cmd, size_t n);
+
+/* A double from a bulk-string reply (a score), all of it read. */
+static inline bool reply_double(const redisReply *r, double *out) {
+    if (r->type != REDIS_REPLY_STRING || r->len == 0) return false;
+    char *end;
+    *out = strtod(r->str, &end);
+    return end == r->str + r->len;
+}
 
 /* A guard and the ops after it (redis/step.c): the step script's call at
  * cmd, for ops[g..) of b, returning 1; or 0 when those ops cannot be one

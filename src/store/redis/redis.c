@@ -467,13 +467,6 @@ static bool reply_i64(const redisReply *r, int64_t *out) {
     return true;
 }
 
-static bool reply_double(const redisReply *r, double *out) {
-    if (r->type != REDIS_REPLY_STRING || r->len == 0) return false;
-    char *end;
-    *out = strtod(r->str, &end);
-    return end == r->str + r->len;
-}
-
 /* A range read's answer (arg_range, redis/internal.h): the script's
  * {more, member, score, ...}, or ZRANGE's member, score, ... with at most
  * one entry more than limit, which only says there are more. */
@@ -635,18 +628,14 @@ static int exec_(hr_store *s, hr_batch *b, unsigned flags, hr_err *err) {
     hr_arena scratch = HR_ARENA_INIT;
     rc_cmd *cmds = hr_arena_alloc(&scratch, MAX_CMDS_PER_OP * b->len * sizeof *cmds);
     size_t *op_of = hr_arena_alloc(&scratch, MAX_CMDS_PER_OP * b->len * sizeof *op_of);
-    size_t n = 0, step = SIZE_MAX; /* step: the first guard, which sends the rest (redis/step.c) */
+    size_t n = 0, step = hr_batch_first_guard(b); /* the guard sends the rest (redis/step.c) */
     int64_t now_ms = hr_now_ms();
-    for (size_t i = 0; i < b->len && step == SIZE_MAX; i++) {
+    for (size_t i = 0; i < step; i++) {
         if (b->ops[i].result.rc != HR_OK) continue; /* invalid: the dispatcher said why */
-        if (b->ops[i].type == HR_OP_ZGUARD) {
-            step = i;
-            if (redis_step_build(&scratch, b, i, &cmds[n])) op_of[n++] = i;
-            break;
-        }
         for (size_t m = build_cmd(&scratch, &b->ops[i], now_ms, &cmds[n]); m > 0; m--)
             op_of[n++] = i;
     }
+    if (step < b->len && redis_step_build(&scratch, b, step, &cmds[n])) op_of[n++] = step;
 
     int rc = rc_run(rs->cluster, cmds, n, (flags & HR_EXEC_ATOMIC) != 0, err);
     if (rc == HR_EINVAL) {

@@ -3,21 +3,19 @@
  * running anything else, so the guard's test and the writes it guards are
  * one step for every other client, in the one hash slot the script may
  * touch. */
-#include <errno.h>
 #include <math.h>
-#include <stdlib.h>
 
 #include "store/redis/internal.h"
 
-/* The script's code of an op that may be part of a step, or 0. */
-static char step_code(hr_op_type t) {
+/* The script's code of an op that may be part of a step, or NULL. */
+static const char *step_code(hr_op_type t) {
     switch (t) {
-    case HR_OP_ZGUARD: return 'g';
-    case HR_OP_ZADD: return 'a';
-    case HR_OP_ZINCR: return 'i';
-    case HR_OP_ZREM: return 'r';
-    case HR_OP_ZSCORE: return 's';
-    default: return 0;
+    case HR_OP_ZGUARD: return "g";
+    case HR_OP_ZADD: return "a";
+    case HR_OP_ZINCR: return "i";
+    case HR_OP_ZREM: return "r";
+    case HR_OP_ZSCORE: return "s";
+    default: return NULL;
     }
 }
 
@@ -34,7 +32,7 @@ size_t redis_step_build(hr_arena *a, hr_batch *b, size_t g, rc_cmd *cmd) {
     for (size_t i = g; i < b->len; i++) {
         const hr_op *op = &b->ops[i];
         if (!in_step(op)) continue;
-        ok = ok && step_code(op->type) != 0 && rc_key_slot(op->key) == slot;
+        ok = ok && step_code(op->type) != NULL && rc_key_slot(op->key) == slot;
         n++;
     }
     if (!ok) { /* store.h: such a step cannot be one script; none of it runs */
@@ -52,24 +50,17 @@ size_t redis_step_build(hr_arena *a, hr_batch *b, size_t g, rc_cmd *cmd) {
     for (size_t i = g; i < b->len; i++) {
         const hr_op *op = &b->ops[i];
         if (!in_step(op)) continue;
-        char code = step_code(op->type);
-        arg(&x, code == 'g' ? "g" : code == 'a' ? "a" : code == 'i' ? "i" : code == 'r' ? "r" : "s", 1);
+        arg_str(&x, step_code(op->type));
         arg_slice(&x, op->member);
-        if (code == 'r' || code == 's' || (code == 'g' && isnan(op->score)))
+        bool no_number = op->type == HR_OP_ZREM || op->type == HR_OP_ZSCORE ||
+                         (op->type == HR_OP_ZGUARD && isnan(op->score)); /* a guard's NAN: absent */
+        if (no_number)
             arg_str(&x, "");
         else
             arg_double(&x, op->score);
     }
     args_to_cmd(&x, cmd);
     return 1;
-}
-
-static bool parse_double(const redisReply *r, double *out) {
-    if (r->type != REDIS_REPLY_STRING || r->len == 0) return false;
-    char *end;
-    errno = 0;
-    *out = strtod(r->str, &end);
-    return end == r->str + r->len;
 }
 
 /* Whether an op's three replies (the script's rc, num, score) have the
@@ -80,7 +71,7 @@ static bool well_formed(const hr_op *op, redisReply *const *e) {
         return false;
     double d;
     bool scored = op->type != HR_OP_ZADD && op->type != HR_OP_ZREM;
-    return e[0]->integer != 0 || !scored || parse_double(e[2], &d);
+    return e[0]->integer != 0 || !scored || reply_double(e[2], &d);
 }
 
 /* A well-formed op's replies into its result. */
@@ -90,7 +81,7 @@ static void decode_one(hr_op *op, redisReply *const *e, size_t i, const rc_cmd *
     switch (e[0]->integer) {
     case 0:
         res->rc = HR_OK;
-        if (op->type != HR_OP_ZADD && op->type != HR_OP_ZREM) parse_double(e[2], &res->score);
+        if (op->type != HR_OP_ZADD && op->type != HR_OP_ZREM) reply_double(e[2], &res->score);
         break;
     case 1: res->rc = HR_ENOTFOUND; break;
     case 2: res->rc = HR_ECONFLICT; break;
