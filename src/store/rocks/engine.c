@@ -449,7 +449,7 @@ static int open_(const char *uri, const hr_store_options *opts, hr_store **out, 
     s->pset_images = rcache_new(PIMG_SLOTS, PIMG_MAX_BYTES, tune.budget[ROCKS_CACHE_IMAGES]);
     s->pimg_log = pimg_log_new();
     s->pcols = tune.budget[ROCKS_CACHE_COLUMNS] >= pcols_size() ? pcols_new() : NULL; /* NULL: none */
-    s->views = vspares_new();
+    s->views = vspares_new(tune.budget[ROCKS_CACHE_VIEWS]);
 
     /* LZ4 when this RocksDB has it, else no compression. */
     static const int compressions[] = {rocksdb_lz4_compression, rocksdb_no_compression};

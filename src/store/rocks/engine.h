@@ -277,8 +277,10 @@ void rx_view_free(rx *x);
 void rx_view_reserve(rx *x, size_t more);
 
 /* The emptied view tables a store keeps for its batches (rocks_view.c). */
-vspares *vspares_new(void);
+/* Up to four emptied view tables, together at most budget bytes. */
+vspares *vspares_new(size_t budget);
 void vspares_free(vspares *v);
+size_t vspares_bytes(const vspares *v);
 
 /* Load the metadata of key through the view (m->type T_NONE when missing). A
  * corrupt record is an HR_EIO. */

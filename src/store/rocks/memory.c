@@ -91,6 +91,7 @@ void rocks_caches_report(const hr_store *hs, hr_store_metrics *m) {
         case ROCKS_CACHE_RANKINGS: held = zreg_bytes(s->zreg); break;
         case ROCKS_CACHE_COLUMNS: held = s->pcols ? pcols_bytes(s->pcols) : 0; break;
         case ROCKS_CACHE_HOTLISTS: held = tlcache_bytes(s->tlc); break;
+        case ROCKS_CACHE_VIEWS: held = vspares_bytes(s->views); break;
         default: continue; /* the memos are the callers' to report */
         }
         m->caches[m->n_caches].name = caches[i].name;

@@ -32,9 +32,10 @@
     X(CHUNKS, "chunks", 18, "packed-set chunks: who read a URL, which stories a member has seen")            \
     X(ZSETS, "zsets", 6, "whole small sorted sets read whole: friend lists")                                 \
     X(IMAGES, "images", 12, "images of large packed sets: a popular URL's readers")                          \
-    X(RANKINGS, "rankings", 22, "sorted sets whose order is kept in memory: rankings")                       \
+    X(RANKINGS, "rankings", 20, "sorted sets whose order is kept in memory: rankings")                       \
     X(COLUMNS, "columns", 2, "the most tested images turned on their side: a row of bits per member")        \
     X(HOTLISTS, "hotlists", 4, "the newest entries of hot time lists: the big accounts' feeds")              \
+    X(VIEWS, "views", 2, "emptied view tables of large batches, kept to spare their page faults")            \
     X(MEMOS, "memos", 12, "the callers' memos of results: home timelines' first pages")
 
 enum {

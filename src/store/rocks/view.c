@@ -80,20 +80,24 @@ static vent *slot_for(vent *tab, size_t cap, uint64_t h, int cf, hr_slice key) {
  * friends-reads ~5,000: a table of 1 MiB), and a fresh zeroed table took two
  * page faults per 4 KiB in every such batch, each with a TLB flush across
  * the process's threads, a large share of that query's CPU.
- * Small tables come as cheaply from malloc; huge ones are not kept. */
+ * Small tables come as cheaply from malloc; huge ones are not kept. The
+ * tables kept take the `views` share of the budget (rocks/memory.h). */
 #define SPARES 4
 #define SPARE_MIN ((size_t)1 << 10)
 #define SPARE_MAX ((size_t)1 << 17)
 
 struct vspares {
     pthread_mutex_t lock;
+    size_t budget; /* bytes the kept tables may take */
+    _Atomic size_t bytes;
     vent *tab[SPARES];
     size_t cap[SPARES];
 };
 
-vspares *vspares_new(void) {
+vspares *vspares_new(size_t budget) {
     vspares *v = hr_xcalloc(1, sizeof *v);
     pthread_mutex_init(&v->lock, NULL);
+    v->budget = budget;
     return v;
 }
 
@@ -105,15 +109,24 @@ void vspares_free(vspares *v) {
     free(v);
 }
 
+size_t vspares_bytes(const vspares *v) {
+    return atomic_load_explicit(&v->bytes, memory_order_relaxed);
+}
+
+static bool keepable(const vspares *v, size_t cap) {
+    return cap >= SPARE_MIN && cap <= SPARE_MAX && cap * sizeof(vent) <= v->budget;
+}
+
 static vent *tab_new(vspares *v, size_t cap) {
     vent *tab = NULL;
-    if (cap >= SPARE_MIN && cap <= SPARE_MAX) {
+    if (keepable(v, cap)) {
         pthread_mutex_lock(&v->lock);
         for (size_t i = 0; i < SPARES && tab == NULL; i++)
             if (v->cap[i] == cap) {
                 tab = v->tab[i];
                 v->tab[i] = NULL;
                 v->cap[i] = 0;
+                atomic_fetch_sub_explicit(&v->bytes, cap * sizeof *tab, memory_order_relaxed);
             }
         pthread_mutex_unlock(&v->lock);
     }
@@ -121,17 +134,20 @@ static vent *tab_new(vspares *v, size_t cap) {
 }
 
 /* Keep tab, all of whose cap slots are zero, in place of a free or smaller
- * spare; else free it. */
+ * spare while the kept tables fit the share; else free it. */
 static void tab_retire(vspares *v, vent *tab, size_t cap) {
-    if (cap >= SPARE_MIN && cap <= SPARE_MAX) {
+    if (keepable(v, cap)) {
         pthread_mutex_lock(&v->lock);
         size_t smallest = 0;
         for (size_t i = 1; i < SPARES; i++)
             if (v->cap[i] < v->cap[smallest]) smallest = i;
-        if (v->cap[smallest] < cap) {
+        size_t held = atomic_load_explicit(&v->bytes, memory_order_relaxed);
+        size_t after = held - v->cap[smallest] * sizeof *tab + cap * sizeof *tab;
+        if (v->cap[smallest] < cap && after <= v->budget) {
             vent *old = v->tab[smallest];
             v->tab[smallest] = tab;
             v->cap[smallest] = cap;
+            atomic_store_explicit(&v->bytes, after, memory_order_relaxed);
             tab = old;
         }
         pthread_mutex_unlock(&v->lock);

@@ -140,3 +140,45 @@ Test(rocks_memory, hot_lists_and_columns_take_their_shares) {
         cr_assert_eq(system(cmd), 0);
     }
 }
+
+/* Reads of n keys in one batch, each found; what the views share holds after. */
+static size_t views_after_reads(const char *query, size_t memory, int n) {
+    char dir[] = "/tmp/herald-memory-XXXXXX", uri[128];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(uri, sizeof uri, "rocksdb:%s%s", dir, query);
+    hr_store *s;
+    hr_err err = {0};
+    hr_store_options o = {.memory = memory};
+    cr_assert_eq(hr_store_open(uri, &o, &s, &err), HR_OK, "%s", err.msg);
+    hr_batch *b = hr_batch_new();
+    for (int round = 0; round < 2; round++) { /* write, then read what was written */
+        hr_batch_reset(b);
+        for (int i = 0; i < n; i++) {
+            char k[16];
+            snprintf(k, sizeof k, "k%d", i);
+            if (round == 0)
+                hr_put(b, hr_slice_str(k), hr_slice_str("v"), 0);
+            else
+                hr_get(b, hr_slice_str(k));
+        }
+        cr_assert_eq(hr_store_exec(s, b, 0, &err), HR_OK, "%s", err.msg);
+    }
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(hr_batch_result(b, (size_t)i)->rc, HR_OK, "k%d found", i);
+    size_t held = held_by(s, "views");
+    hr_batch_free(b);
+    hr_store_close(s);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+    return held;
+}
+
+/* A batch of hundreds of records leaves its emptied view table for the next
+ * one, within the `views` share: none kept when it is off or too small. */
+Test(rocks_memory, view_tables_are_kept_within_their_share) {
+    cr_assert_gt(views_after_reads("", (size_t)64 << 20, 600), 0);
+    cr_assert_eq(views_after_reads("?off=views", (size_t)64 << 20, 600), 0);
+    cr_assert_eq(views_after_reads("", (size_t)2 << 20, 600), 0,
+                 "2 %% of 2 MB holds no table of 1 024 slots");
+}
