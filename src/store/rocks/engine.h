@@ -276,8 +276,8 @@ void rx_view_free(rx *x);
  * new zeroed block each time) showed in a zipf-feed friends-reads' CPU. */
 void rx_view_reserve(rx *x, size_t more);
 
-/* The emptied view tables a store keeps for its batches (rocks_view.c). */
-/* Up to four emptied view tables, together at most budget bytes. */
+/* The emptied view tables a store keeps for its batches (rocks/view.c): up
+ * to four, together at most budget bytes (the `views` share). */
 vspares *vspares_new(size_t budget);
 void vspares_free(vspares *v);
 size_t vspares_bytes(const vspares *v);

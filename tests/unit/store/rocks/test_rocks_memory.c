@@ -45,16 +45,34 @@ Test(rocks_memory, tuning_parameters) {
     }
 }
 
+/* A RocksDB store in the fresh directory dir (a "/tmp/herald-memory-XXXXXX"
+ * template, filled in), with query after its path and `memory` bytes (0: the
+ * default). */
+static hr_store *open_tuned(char *dir, const char *query, size_t memory) {
+    cr_assert_not_null(mkdtemp(dir));
+    char uri[128];
+    snprintf(uri, sizeof uri, "rocksdb:%s%s", dir, query);
+    hr_store *s;
+    hr_err err = {0};
+    hr_store_options o = {.memory = memory};
+    cr_assert_eq(hr_store_open(uri, &o, &s, &err), HR_OK, "%s", err.msg);
+    return s;
+}
+
+/* Close s and remove its directory. */
+static void close_tuned(hr_store *s, const char *dir) {
+    hr_store_close(s);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
 /* A store reports each cache's budget and what it holds; a cache turned off
  * holds nothing however much is read. */
 Test(rocks_memory, a_store_reports_its_caches) {
     char dir[] = "/tmp/herald-memory-XXXXXX", uri[128];
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(uri, sizeof uri, "rocksdb:%s?off=meta", dir);
-    hr_store *s;
+    hr_store *s = open_tuned(dir, "?off=meta", (size_t)64 << 20);
     hr_err err = {0};
-    hr_store_options o = {.memory = (size_t)64 << 20};
-    cr_assert_eq(hr_store_open(uri, &o, &s, &err), HR_OK, "%s", err.msg);
     hr_batch *b = hr_batch_new();
     for (int round = 0; round < 2; round++) { /* write, then read what was written */
         hr_batch_reset(b);
@@ -85,10 +103,7 @@ Test(rocks_memory, a_store_reports_its_caches) {
     cr_assert(seen_meta && seen_blocks);
     cr_assert_eq(hr_store_caps_of(s)->memo_bytes, ((size_t)64 << 20) / 100 * 12);
     hr_batch_free(b);
-    hr_store_close(s);
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
+    close_tuned(s, dir);
 
     snprintf(uri, sizeof uri, "rocksdb:%s?colour=red", dir);
     cr_assert_eq(hr_store_open(uri, NULL, &s, &err), HR_EINVAL);
@@ -121,12 +136,8 @@ static size_t held_by(hr_store *s, const char *cache) {
 
 Test(rocks_memory, hot_lists_and_columns_take_their_shares) {
     for (int off = 0; off < 2; off++) {
-        char dir[] = "/tmp/herald-memory-XXXXXX", uri[128];
-        cr_assert_not_null(mkdtemp(dir));
-        snprintf(uri, sizeof uri, "rocksdb:%s%s", dir, off ? "?off=columns,hotlists" : "");
-        hr_store *s;
-        hr_err err = {0};
-        cr_assert_eq(hr_store_open(uri, NULL, &s, &err), HR_OK, "%s", err.msg);
+        char dir[] = "/tmp/herald-memory-XXXXXX";
+        hr_store *s = open_tuned(dir, off ? "?off=columns,hotlists" : "", 0);
         hr_batch *b = hr_batch_new();
         hot_read(s, b);
         rocks_store *r = (rocks_store *)s;
@@ -134,22 +145,15 @@ Test(rocks_memory, hot_lists_and_columns_take_their_shares) {
         cr_assert_eq(held_by(s, "hotlists") > 0, !off);
         cr_assert_eq(r->pcols != NULL, !off, "columns exist only with their share");
         hr_batch_free(b);
-        hr_store_close(s);
-        char cmd[160];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        cr_assert_eq(system(cmd), 0);
+        close_tuned(s, dir);
     }
 }
 
 /* Reads of n keys in one batch, each found; what the views share holds after. */
 static size_t views_after_reads(const char *query, size_t memory, int n) {
-    char dir[] = "/tmp/herald-memory-XXXXXX", uri[128];
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(uri, sizeof uri, "rocksdb:%s%s", dir, query);
-    hr_store *s;
+    char dir[] = "/tmp/herald-memory-XXXXXX";
+    hr_store *s = open_tuned(dir, query, memory);
     hr_err err = {0};
-    hr_store_options o = {.memory = memory};
-    cr_assert_eq(hr_store_open(uri, &o, &s, &err), HR_OK, "%s", err.msg);
     hr_batch *b = hr_batch_new();
     for (int round = 0; round < 2; round++) { /* write, then read what was written */
         hr_batch_reset(b);
@@ -167,10 +171,7 @@ static size_t views_after_reads(const char *query, size_t memory, int n) {
         cr_assert_eq(hr_batch_result(b, (size_t)i)->rc, HR_OK, "k%d found", i);
     size_t held = held_by(s, "views");
     hr_batch_free(b);
-    hr_store_close(s);
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
+    close_tuned(s, dir);
     return held;
 }
 
