@@ -160,8 +160,8 @@
  *                kept stories in order (their times: since; more batches,
  *                four times bigger each, while since drops too many), then
  *                the page's stories. A member who rated most of the top: 4
- *                batches, ~70 point reads (~0.3 ms p50 at scale 0.1 against
- *                14-17 ms for ranking its 10,000 ratings, BENCHMARKS.md). A
+ *                batches, ~70 point reads, where ranking its 10,000
+ *                ratings would read them all. A
  *                walk that reads HR_UNSEEN_SCAN entries without a page
  *                (ratings mostly of stories far down, or before since)
  *                ranks the ratings instead.
@@ -184,8 +184,7 @@
  *                most of the top costs 2 batches of 8 range reads, 1 test,
  *                1 multi-get; from its next call on (the process remembers
  *                subjects found with a seen set), one batch of 8 range
- *                reads of the bigger window (~0.07 ms at scale 0.1,
- *                BENCHMARKS.md). The
+ *                reads of the bigger window. The
  *                candidates come in no particular order; only the unseen
  *                ones the page keeps are put in order. An upsert adds
  *                a new rating to that set once the subject has
@@ -213,10 +212,10 @@
 #define HR_TOP_RATED_SCAN 10000  /* a subject's most recent ratings top_rated ranks */
 #define HR_RATINGS_ALL_SHARDS 16 /* shards of the all-ratings index */
 /* Ranking entries one unseen call reads at most. A bound on latency: a
- * candidate costs ~0.1 us in a ranking kept in memory with a seen set, up
- * to ~3 us read from disk and tested by point reads, so 20,000 is 2-60 ms;
- * a member who has seen more of the top than that gets a short page and a
- * cursor to go on. */
+ * candidate read from disk and tested by point reads costs some thirty
+ * times one in a ranking kept in memory with a seen set, so 20,000 take a
+ * few milliseconds at best and tens at worst. A member who has seen more
+ * of the top than that gets a short page and a cursor to go on. */
 #define HR_UNSEEN_SCAN 20000
 /* Ratings from which a subject's seen stories are also kept as a packed set
  * (an upsert then rewrites one of its chunks, a few KiB; below it the point

@@ -74,7 +74,7 @@ static hr_slice friend_id(friend_ids *fr, size_t f) {
  * out. Hits from the packed sets and probes come in that order already (up
  * to 5,000 a URL); a list's come in the list's order, and are put in order
  * through a bitmap of the n_friends friends, which also drops a friend
- * counted twice (qsort of those hits was ~9 % of a worst-case query). */
+ * counted twice (a qsort of those hits showed in a worst-case query's profile). */
 static void hits_out(qurl *q, friend_ids *fr, size_t n_friends, hr_arena *a, hr_url_reads *out) {
     out->friends = hr_arena_alloc(a, (q->n_hits + 1) * sizeof *out->friends);
     out->n_friends = 0;
@@ -204,8 +204,8 @@ static void side_answer(qurl *q, const hr_batch *b, size_t n_friends, const hr_r
             found += in.ptr[f] != 0;
         /* Once: up to 5,000 hits a URL, and a slot past them for the loop
          * below, which writes every friend and keeps the hits without a
-         * branch (a hit is one friend in 3-20: taken branches mispredicted
-         * ~40 % of this function's time, `perf annotate`). */
+         * branch (a hit is one friend in 3-20: `perf annotate` showed this
+         * function's time mostly in mispredicted taken branches). */
         reserve_hits(q, found + 1, a);
         uint32_t *hits = q->hits;
         size_t n = q->n_hits;
@@ -363,8 +363,7 @@ static int friends_reads(hr_reading *r, hr_slice uid, const hr_slice *friends, s
      * half: a helper that loses its core is left behind (hr_reading_exec_round_trip_2)
      * and this thread tests its part again, so a smaller part costs less
      * then; and a helper on time is done before this thread, which then does
-     * not wait. Direct runs, alternated: p99 1.60-2.21 ms against 1.86-2.86
-     * with halves at the same stolen CPU (BENCHMARKS.md, reading round 20).
+     * not wait; alternated runs gave a lower p99 than halves did.
      * Each batch reads its own snapshot, as round trip 2 reads another than
      * round trip 1's: each URL's answer is of one snapshot. */
     if (n_sets >= 2 && n_sets * n_friends >= r->split_tests && hr_reading_may_split(r)) b2s = hr_batch_new();

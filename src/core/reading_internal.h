@@ -66,9 +66,8 @@ int hr_reading_friends_of(hr_reading *r, hr_slice uid, const hr_result *fwd, boo
 
 /* Whether a friends-reads may hand URL-set tests to the helper:
  * while no more of them run than half the cores, so that the other half is
- * likely free. On 2 cores with two queries at a time, splitting made them
- * each wait for the helper and cost ~30 % of their calls a second
- * (BENCHMARKS.md, reading round 19). */
+ * likely free. On 2 cores with two queries at a time, splitting made each
+ * wait for the helper, and fewer calls a second were served. */
 bool hr_reading_may_split(hr_reading *r);
 
 /* Round trip 2: b2, and *b2s (NULL: none) on the helper thread meanwhile

@@ -33,17 +33,15 @@
  * then hr_rplan_sides sends the k URLs that cost most that way to the
  * FRIENDS side, for the k that minimises the total.
  *
- * The costs are in microseconds per unit, measured on this project's machine
- * with the RocksDB backend by forcing each side on the same queries
- * (BENCHMARKS.md, "Social reading"): a list entry ~1.2 us, a probe ~6.5 us
- * (a point read of a sorted-set member), a friend's test ~18 us for a few
- * URLs (its metadata and one or more chunks of up to 8 KiB) and ~0.5 us more
- * per further URL. Only their ratios matter, and only within a factor of a
- * few: the sides differ by orders of magnitude at the extremes, and near a
- * break-even point either choice costs about the same. On queries where
- * every URL was forced to one side, this choice beat the best single side
- * (zipf feeds: 14 ms against 20 ms for the friends' sets alone, 51 ms for
- * lists alone). */
+ * The costs are in units of a list entry, found with the RocksDB backend by
+ * forcing each side on the same queries: a probe (a point read of a
+ * sorted-set member) costs about five entries, a friend's test about
+ * fifteen for a few URLs (its metadata and one or more chunks of up to
+ * 8 KiB) and half an entry per further URL. Only their ratios matter, and
+ * only within a factor of a few: the sides differ by orders of magnitude at
+ * the extremes, and near a break-even point either choice costs about the
+ * same. On the queries measured, this choice beat the best single side
+ * (docs/DESIGN.md, "Measured decisions"). */
 #ifndef HR_READING_PLAN_H
 #define HR_READING_PLAN_H
 

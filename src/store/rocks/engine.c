@@ -202,8 +202,8 @@ static int mkdir_p(const char *path) {
 /* "zindex" is only ever scanned, and a scan never leaves one collection: its
  * bounds are the collection's prefix (rocks/zset.c, zs_scan). A seek into a
  * short set (a URL's one or two readers) still positions an iterator in every
- * level and L0 file, which is most of a small range read's cost (perf,
- * friends-reads on tail feeds: 31 % in seeks). With the collection prefix as
+ * level and L0 file, which is most of a small range read's cost (perf of
+ * friends-reads on tail feeds). With the collection prefix as
  * the prefix extractor, each file's bloom filter holds the prefixes it has,
  * and a seek skips the files without the collection. The prefix is the
  * sub-key's first 2 + key length + 8 bytes (rocks/engine.c, LAYOUT). Keys too short
@@ -254,8 +254,8 @@ static void zindex_cf_options(rocksdb_options_t *o, rocksdb_cache_t *cache) {
  * every record the memtable holds. Nothing iterates over metadata; every
  * read is a Get or a MultiGet, which a hashed memtable answers from the
  * bucket. The price is at flush, where RocksDB sorts a copy of the memtable
- * (in the background). Measured (BENCHMARKS.md): graph loading 24-26 K ->
- * 30-32 K follows/s, social-reading loads ~27 % faster, rating upserts +4 %. */
+ * (in the background), which loads of graphs and reads repay (docs/DESIGN.md,
+ * "Measured decisions"). */
 #define META_BUCKETS 1000003 /* 8 MB per memtable */
 static void meta_cf_options(rocksdb_options_t *o) {
     rocksdb_options_set_prefix_extractor(o, rocksdb_slicetransform_create_noop());
@@ -264,8 +264,8 @@ static void meta_cf_options(rocksdb_options_t *o) {
 
 /* The member records of sets of times (rocks/zset_times.c): a hashed memtable with
  * the collection prefix as its key, so that a write goes into its set's own
- * short bucket instead of a random place in a skiplist (measured: upserts of
- * ratings 10 % faster, BENCHMARKS.md). Lookups keep the whole-key blooms of
+ * short bucket instead of a random place in a skiplist, which rating upserts
+ * repay (docs/DESIGN.md, "Measured decisions"). Lookups keep the whole-key blooms of
  * the tables the DB's options give every column family: a new member's
  * lookup, which misses, reads no block. */
 #define TIME_SET_MEMBER_BUCKETS 1000003 /* 8 MB per memtable */
@@ -282,9 +282,8 @@ static void time_set_members_cf_options(rocksdb_options_t *o) {
  * per write. A vector's reads sort a copy of it, and a build is such a
  * read: a build happens at a set's first use after open, when the memtable
  * is empty (RocksDB flushes what it recovers from the log), or when a set
- * moves into memory, once. Measured (BENCHMARKS.md): rating upserts at full
- * scale ~20 % faster over 40 s. No memtable bloom: nothing looks a record
- * up. */
+ * moves into memory, once (docs/DESIGN.md, "Rankings kept in memory"). No
+ * memtable bloom: nothing looks a record up. */
 static void mem_set_members_cf_options(rocksdb_options_t *o) {
     rocksdb_options_set_memtable_vector_rep(o);
     rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, 0);
@@ -328,8 +327,8 @@ static rocksdb_options_t *make_options(rocks_store *s, int compression,
      * (a new member, a record flushed long ago); a bloom filter over each
      * memtable's keys answers those without a walk down its skiplist (not
      * in the time lists' memtable, whose buckets answer that: rocks/timelist.c).
-     * Measured (bench/micro/store_micro kv: random 40-byte keys, 1 M in
-     * the memtables): 11 -> 1.9 us per read of a missing key. */
+     * bench/micro/store_micro kv shows the difference: a missing key's read
+     * is several times cheaper with the filter. */
     rocksdb_options_set_memtable_prefix_bloom_size_ratio(o, 0.05);
     rocksdb_options_set_memtable_whole_key_filtering(o, 1);
 
@@ -810,8 +809,8 @@ static int exec_(hr_store *hs, hr_batch *b, unsigned flags, hr_err *err) {
     (void)flags; /* every batch is one WriteBatch: atomic either way */
     rocks_store *s = (rocks_store *)hs;
     /* RocksDB counts key comparisons in a thread-local perf context by
-     * default: a quarter of a memtable insert's time (measured with the
-     * time lists' fan-out). Nothing here reads those counts. */
+     * default, a large part of a memtable insert's time in the time lists'
+     * fan-out. Nothing here reads those counts. */
     static _Thread_local bool perf_off;
     if (!perf_off) {
         rocksdb_set_perf_level(rocksdb_disable);
