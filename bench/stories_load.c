@@ -365,6 +365,7 @@ int main(int argc, char **argv) {
         stats s = workers_latency();
         printf("LOAD_SECS=%.1f\nLOAD_UPSERTS_PER_S=%.0f\n", secs, (double)n_ratings / secs);
         print_stats("LOAD_UPSERT", &s);
+        print_caches("LOAD_UPSERT");
     }
 
     /* 4. Steady-state upserts on the loaded store: back-dated as the load's,

@@ -158,6 +158,7 @@ typedef struct opcount {
 
 opcount ops_now(void);
 void print_ops(const char *key, const opcount *a, const opcount *b, size_t calls);
+void print_caches(const char *key);
 
 typedef enum { Q_UNSEEN_TOP, Q_UNSEEN_HOT, Q_TOP_RATED } query_kind;
 

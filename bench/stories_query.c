@@ -104,6 +104,18 @@ void print_ops(const char *key, const opcount *a, const opcount *b, size_t calls
     printf("'\n");
 }
 
+/* KEY_CACHES='name:held/budget ...' in MB: how full each of the store's
+ * caches is (none on Redis), so a figure can be read against its budget. */
+void print_caches(const char *key) {
+    hr_store_metrics m;
+    hr_store_metrics_of(store, &m);
+    printf("%s_CACHES='", key);
+    for (size_t i = 0; i < m.n_caches; i++)
+        printf("%s%s:%.0f/%.0f", i ? " " : "", m.caches[i].name, (double)m.caches[i].bytes / 1048576.0,
+               (double)m.caches[i].budget / 1048576.0);
+    printf("'\n");
+}
+
 /* Up to `calls` calls on this thread (after `warmup`), stopping after
  * opt.query_secs; latency stats, and the store ops they made. */
 static stats time_query(const char *key, const query *q, int calls, int warmup, size_t *n_items) {

@@ -363,4 +363,5 @@ void timed_upserts(bool live) {
     snprintf(key, sizeof key, "%sUPSERT", pre);
     print_ops(key, &c0, &c1, done);
     print_stats(key, &s);
+    print_caches(key);
 }
