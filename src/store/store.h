@@ -366,8 +366,9 @@ size_t hr_zincr(hr_batch *b, hr_slice key, double delta, hr_slice member);
  * Cluster, where the ops before the guard are not part of it. Where batches
  * are not atomic, the ops after a guard must share its hash slot (one hash
  * tag) and be sorted-set ops (hr_zadd, hr_zincr, hr_zrem, hr_zscore,
- * hr_zguard); else they answer HR_EINVAL. A story's vote, its hot score
- * and its note of the voter (core/stories.c) are one such step. */
+ * hr_zguard) or hr_put without an expiry; else they answer HR_EINVAL. A
+ * story's vote, its hot score and its note of the voter (core/stories.c)
+ * are one such step, as is a reaction (core/reactions.h). */
 size_t hr_zguard(hr_batch *b, hr_slice key, hr_slice member, double was);
 /* Remove a member; num 1 if it was there. */
 size_t hr_zrem(hr_batch *b, hr_slice key, hr_slice member);

@@ -8,8 +8,9 @@
 #include "store/redis/internal.h"
 
 /* The script's code of an op that may be part of a step, or NULL. */
-static const char *step_code(hr_op_type t) {
-    switch (t) {
+static const char *step_code(const hr_op *op) {
+    switch (op->type) {
+    case HR_OP_PUT: return op->expire_at_ms == 0 ? "p" : NULL;
     case HR_OP_ZGUARD: return "g";
     case HR_OP_ZADD: return "a";
     case HR_OP_ZINCR: return "i";
@@ -32,7 +33,7 @@ size_t redis_step_build(hr_arena *a, hr_batch *b, size_t g, rc_cmd *cmd) {
     for (size_t i = g; i < b->len; i++) {
         const hr_op *op = &b->ops[i];
         if (!in_step(op)) continue;
-        ok = ok && step_code(op->type) != NULL && rc_key_slot(op->key) == slot;
+        ok = ok && step_code(op) != NULL && rc_key_slot(op->key) == slot;
         n++;
     }
     if (!ok) { /* store.h: such a step cannot be one script; none of it runs */
@@ -50,9 +51,9 @@ size_t redis_step_build(hr_arena *a, hr_batch *b, size_t g, rc_cmd *cmd) {
     for (size_t i = g; i < b->len; i++) {
         const hr_op *op = &b->ops[i];
         if (!in_step(op)) continue;
-        arg_str(&x, step_code(op->type));
-        arg_slice(&x, op->member);
-        bool no_number = op->type == HR_OP_ZREM || op->type == HR_OP_ZSCORE ||
+        arg_str(&x, step_code(op));
+        arg_slice(&x, op->type == HR_OP_PUT ? op->value : op->member);
+        bool no_number = op->type == HR_OP_PUT || op->type == HR_OP_ZREM || op->type == HR_OP_ZSCORE ||
                          (op->type == HR_OP_ZGUARD && isnan(op->score)); /* a guard's NAN: absent */
         if (no_number)
             arg_str(&x, "");
@@ -70,7 +71,7 @@ static bool well_formed(const hr_op *op, redisReply *const *e) {
         e[2]->type != REDIS_REPLY_STRING || e[0]->integer < 0 || e[0]->integer > 3)
         return false;
     double d;
-    bool scored = op->type != HR_OP_ZADD && op->type != HR_OP_ZREM;
+    bool scored = op->type != HR_OP_ZADD && op->type != HR_OP_ZREM && op->type != HR_OP_PUT;
     return e[0]->integer != 0 || !scored || reply_double(e[2], &d);
 }
 
@@ -81,7 +82,8 @@ static void decode_one(hr_op *op, redisReply *const *e, size_t i, const rc_cmd *
     switch (e[0]->integer) {
     case 0:
         res->rc = HR_OK;
-        if (op->type != HR_OP_ZADD && op->type != HR_OP_ZREM) reply_double(e[2], &res->score);
+        if (op->type != HR_OP_ZADD && op->type != HR_OP_ZREM && op->type != HR_OP_PUT)
+            reply_double(e[2], &res->score);
         break;
     case 1: res->rc = HR_ENOTFOUND; break;
     case 2: res->rc = HR_ECONFLICT; break;
