@@ -21,6 +21,8 @@
 #      over 2,000 pages read from the store: measured first, before 4)
 #   6. create-to-visible delay for a 450-follower actor, p50 / p99, measured
 #      while wrk keeps reading timelines (bench/feeds_probe.py)
+#   7. likes over HTTP: random users like 1,000 new activities
+#      (bench/reactions_post.lua, wrk at 64 connections)
 #
 # Results: bench/results/feeds-latest.md (with the commands).
 #
@@ -157,6 +159,11 @@ measure() {
     DELAY[$name]=$("$PY" bench/feeds_probe.py delay "$HERALD_URL" "$users" "$PROBES")
     log "create-to-visible ($name): ${DELAY[$name]}"
     stop_pid "$wrk_bg"
+    # Likes: random users liking 1,000 fresh activities (nearly every one a new like).
+    COMMANDS+=("$PY bench/feeds_probe.py activities $HERALD_URL $users 1000 > ids.txt")
+    "$PY" bench/feeds_probe.py activities "$HERALD_URL" "$users" 1000 >"$TMP/activity-ids-$name.txt"
+    export BENCH_ACTIVITY_IDS=$TMP/activity-ids-$name.txt
+    run_wrk "herald like ($name)" "$CONNS" bench/reactions_post.lua "$HERALD_URL"
     kill -0 "$HERALD_PID" 2>/dev/null || { tail_log "$TMP/herald-feeds-$name.err"; die "herald died during the run"; }
     stop_pid "$HERALD_PID"
 }
@@ -206,6 +213,9 @@ page_rows() {
     echo "| $label: pages answered from memory | ${KEPT[$name]} | |"
     echo "| $label: page cost | ${COST[$name]} | O(1) range reads + 1 multi-get + 1 per big account |"
     echo "| $label: create-to-visible, 450 followers, under load | ${DELAY[$name]} | |"
+    local target=""
+    [ "$name" = rocksdb ] && target=">= 20,000/s"
+    echo "| $label: likes over HTTP (POST .../reactions) | $(field "herald like ($name)" 2) req/s, p50 $(field "herald like ($name)" 3) ms, p99 $(field "herald like ($name)" 4) ms | $target |"
 }
 FRATIO=$(awk -v a="$FAN_ROCKS" -v b="$FAN_REDIS" 'BEGIN { if (b + 0 > 0) printf "%.1f", a / b; else printf "?" }')
 mkdir -p "$(dirname "$RESULTS")"

@@ -6,6 +6,8 @@ herald holding a `herald load` dataset of N users (u0..u{N-1}).
                       before and after PAGES pages of random users, read one at
                       a time (where herald keeps first pages in memory, the
                       store's work is divided by the pages it read, its misses)
+  activities URL N K  create K activities by random dataset users and print
+                      their ids, one a line (bench/reactions_post.lua likes them)
   delay URL N PROBES  create-to-visible delay for an actor with 450 followers:
                       a fresh actor is followed by 450 dataset users; then, PROBES
                       times, an activity is created and the timeline of the
@@ -77,6 +79,14 @@ def delay(url, n, probes):
     print(f"p50 {statistics.median(delays):.1f} ms, p99 {p99:.1f} ms ({probes} probes)")
 
 
+def activities(url, n, k):
+    s = requests.Session()
+    for _ in range(k):
+        r = s.post(f"{url}{API}/activities", json={"actor": f"u{random.randrange(n)}", "verb": "photo"})
+        r.raise_for_status()
+        print(r.json()["id"])
+
+
 if __name__ == "__main__":
     what, url, n, k = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    {"cost": cost, "delay": delay}[what](url, n, k)
+    {"cost": cost, "delay": delay, "activities": activities}[what](url, n, k)

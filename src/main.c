@@ -209,6 +209,7 @@ static int serve(int argc, char **argv) {
     hr_feeds *feeds = NULL;
     hr_fanout *fanout = NULL;
     hr_reading *reading = NULL;
+    hr_reactions *reactions = NULL;
     hr_http_server *server = NULL;
     if (status != 0) goto done;
 
@@ -292,6 +293,7 @@ static int serve(int argc, char **argv) {
     }
     hr_reading_options reading_opts = {.ns = "", .ttl_ms = cfg.reading_ttl};
     reading = hr_reading_new(store, graph, &reading_opts);
+    reactions = hr_reactions_new(store, feeds, "");
     hr_app app = {.store = store,
                   .counters = counters,
                   .config = &cfg,
@@ -300,7 +302,8 @@ static int serve(int argc, char **argv) {
                   .members = members,
                   .graph = graph,
                   .feeds = feeds,
-                  .reading = reading};
+                  .reading = reading,
+                  .reactions = reactions};
 
     hr_http_config hcfg = {0};
     hcfg.host = host;
@@ -334,6 +337,7 @@ static int serve(int argc, char **argv) {
 done:
     hr_http_stop(server);
     hr_fanout_stop(fanout);
+    hr_reactions_free(reactions);
     hr_reading_free(reading);
     hr_feeds_free(feeds);
     hr_graph_free(graph);

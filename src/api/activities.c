@@ -53,6 +53,22 @@ static void activity_write(hr_jw *w, const hr_activity *x) {
         hr_jw_key(w, "data");
         hr_jw_raw(w, x->data);
     }
+    if (x->n_counts) {
+        hr_jw_key(w, "reaction_counts");
+        hr_jw_open(w, '{');
+        for (size_t i = 0; i < x->n_counts; i++) {
+            hr_jw_key_str(w, x->counts[i].kind);
+            hr_jw_int(w, x->counts[i].n);
+        }
+        hr_jw_close(w, '}');
+    }
+    if (x->own_known) {
+        hr_jw_key(w, "own_reactions");
+        hr_jw_open(w, '[');
+        for (size_t i = 0; i < x->n_own; i++)
+            hr_jw_str(w, x->own[i]);
+        hr_jw_close(w, ']');
+    }
 }
 
 /* One activity; "duplicate": true for a create that found it already made. */
@@ -83,10 +99,8 @@ static void reply_page(hr_request *req, const hr_feed_page *page) {
 
 /* ---- Input ---- */
 
-/* The data member as compact JSON text in the request's arena; absent or
- * null: empty. */
-static int data_field(hr_request *req, const json_t *body, hr_slice *out, hr_err *err) {
-    hr_app *app = hr_req_app(req);
+int hr_api_data_field(hr_request *req, const json_t *body, size_t max, const char *limit, hr_slice *out,
+                      hr_err *err) {
     *out = hr_slice_of(NULL, 0);
     json_t *d = json_object_get(body, "data");
     if (d == NULL || json_is_null(d)) return HR_OK;
@@ -94,20 +108,27 @@ static int data_field(hr_request *req, const json_t *body, hr_slice *out, hr_err
     if (text == NULL) return hr_err_set(err, HR_EINVAL, "data cannot be encoded");
     size_t n = strlen(text);
     int rc = HR_OK;
-    if (n > app->config->activity_data_max)
-        rc = hr_err_set(err, HR_ETOOBIG, "data is %zu bytes of JSON; at most %llu (activity_data_max)", n,
-                        (unsigned long long)app->config->activity_data_max);
+    if (n > max)
+        rc = hr_err_set(err, HR_ETOOBIG, "data is %zu bytes of JSON; at most %zu (%s)", n, max, limit);
     else
         *out = hr_arena_copy(hr_req_arena(req), hr_slice_of(text, n));
     free(text);
     return rc;
 }
 
-/* A user token may act only as its own user. */
-static int check_actor(hr_request *req, hr_slice actor, hr_err *err) {
+static int data_field(hr_request *req, const json_t *body, hr_slice *out, hr_err *err) {
+    const hr_app *app = hr_req_app(req);
+    return hr_api_data_field(req, body, app->config->activity_data_max, "activity_data_max", out, err);
+}
+
+int hr_api_acts_as(hr_request *req, hr_slice user, hr_err *err) {
     const hr_principal *p = hr_req_principal(req);
-    if (p->admin || hr_slice_eq(actor, hr_slice_str(p->user))) return HR_OK;
+    if (p->admin || hr_slice_eq(user, hr_slice_str(p->user))) return HR_OK;
     return hr_err_set(err, HR_EFORBIDDEN, "this token acts only as user '%s'", p->user);
+}
+
+static int check_actor(hr_request *req, hr_slice actor, hr_err *err) {
+    return hr_api_acts_as(req, actor, err);
 }
 
 static int query_time(hr_request *req, const char *name, int64_t *out, hr_err *err) {
@@ -138,6 +159,13 @@ static int feed_query(hr_request *req, hr_feed_req *out, hr_err *err) {
     int rc = query_time(req, "before", &out->before_ms, err);
     if (rc == HR_OK) rc = query_time(req, "after", &out->after_ms, err);
     out->cursor = hr_req_query(req, "cursor");
+    /* own_reactions are the reader's: a user token names only its user. */
+    v = hr_req_query(req, "reader");
+    if (v && rc == HR_OK) {
+        out->reader = hr_slice_str(v);
+        if (!hr_ident_valid(out->reader)) return hr_err_set(err, HR_EINVAL, "reader must be an identifier");
+        rc = hr_api_acts_as(req, out->reader, err);
+    }
     return rc;
 }
 
@@ -220,6 +248,8 @@ static void feed(hr_request *req, hr_feed_kind kind, const char *param) {
     hr_feed_req fr;
     hr_feed_page page;
     int rc = feed_query(req, &fr, &err);
+    /* A home timeline is read by its owner (the route lets no one else). */
+    if (rc == HR_OK && kind == HR_FEED_TIMELINE) fr.reader = hr_req_param(req, param);
     if (rc == HR_OK)
         rc = hr_feeds_read(app->feeds, kind, hr_req_param(req, param), &fr, hr_now_ms(), hr_req_arena(req),
                            &page, &err);

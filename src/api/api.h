@@ -16,6 +16,7 @@
 #include "core/graph.h"
 #include "core/members.h"
 #include "core/ratings.h"
+#include "core/reactions.h"
 #include "core/reading.h"
 #include "core/stories.h"
 #include "http/http.h"
@@ -33,6 +34,7 @@ typedef struct hr_app {
     hr_graph *graph;
     hr_feeds *feeds;
     hr_reading *reading;
+    hr_reactions *reactions;
 } hr_app;
 
 /* The paging arguments of a list (stories.c): since (ms), limit (1..1000,
@@ -40,6 +42,13 @@ typedef struct hr_app {
  * out->cursor points into the request (valid until it is answered). */
 int hr_api_list_query(hr_request *req, hr_list_req *out, hr_err *err);
 
+/* The data member of body as compact JSON text in the request's arena
+ * (absent or null: empty); over max bytes HR_ETOOBIG naming limit. */
+int hr_api_data_field(hr_request *req, const json_t *body, size_t max, const char *limit, hr_slice *out,
+                      hr_err *err);
+/* HR_OK when the request may act as user: the admin, or user's own token;
+ * else HR_EFORBIDDEN. */
+int hr_api_acts_as(hr_request *req, hr_slice user, hr_err *err);
 /* The whole routing table for these settings (*n receives its length):
  * the body limits of stories and activities follow story_content_max and
  * activity_data_max. The caller frees it. */
@@ -92,6 +101,10 @@ void hr_api_friends_reads(hr_request *req);
 void hr_api_reading_popular(hr_request *req);
 void hr_api_reading_trending(hr_request *req);
 void hr_api_friends_popular(hr_request *req);
+void hr_api_reaction_add(hr_request *req);
+void hr_api_reactions_of_activity(hr_request *req);
+void hr_api_reactions_of_user(hr_request *req);
+void hr_api_reaction_delete(hr_request *req);
 void hr_api_healthz(hr_request *req);
 void hr_api_metrics(hr_request *req);
 

@@ -71,6 +71,12 @@ static const hr_route routes[] = {
     {"GET", "/api/v1/users/{uid}/timeline", hr_api_user_timeline, HR_ACCESS_SELF, "uid", 0},
     {"GET", "/api/v1/groups/{gid}/feed", hr_api_group_feed, HR_ACCESS_ANY, NULL, 0},
 
+    /* Reactions */
+    {"POST", "/api/v1/activities/{id}/reactions", hr_api_reaction_add, HR_ACCESS_ANY, NULL, SMALL_BODY_MAX},
+    {"GET", "/api/v1/activities/{id}/reactions", hr_api_reactions_of_activity, HR_ACCESS_ANY, NULL, 0},
+    {"GET", "/api/v1/users/{uid}/reactions", hr_api_reactions_of_user, HR_ACCESS_ANY, NULL, 0},
+    {"DELETE", "/api/v1/reactions/{id}", hr_api_reaction_delete, HR_ACCESS_ANY, NULL, 0},
+
     /* Social reading */
     {"PUT", "/api/v1/reading/sites/{domain}", hr_api_reading_site_put, HR_ACCESS_ADMIN, NULL, 0},
     {"DELETE", "/api/v1/reading/sites/{domain}", hr_api_reading_site_delete, HR_ACCESS_ADMIN, NULL, 0},

@@ -24,6 +24,12 @@
 #define HR_ACTIVITY_FIELD_MAX 128              /* bytes of actor, verb, object, target, foreign_id */
 #define HR_ACTIVITY_TIME_MAX 253402300799999LL /* 9999-12-31T23:59:59.999Z, below 2^48 */
 
+/* A kind of reaction and how many an activity has (core/reaction_store.h). */
+typedef struct hr_reaction_count {
+    hr_slice kind;
+    int64_t n;
+} hr_reaction_count;
+
 typedef struct hr_activity {
     char id[HR_ACTIVITY_ID_LEN + 1];
     int64_t time_ms;
@@ -33,6 +39,14 @@ typedef struct hr_activity {
     /* Whether creation fanned it out to the actor's followers / the group's
      * members (false for big accounts, merged at read time instead). */
     bool fanned_followers, fanned_members;
+    /* Filled by the reads that return activities, not stored in the body:
+     * the counts of its reactions by kind (none: n_counts 0) and, when
+     * own_known (a reader was named), the kinds that reader reacted with. */
+    hr_reaction_count *counts;
+    size_t n_counts;
+    hr_slice *own;
+    size_t n_own;
+    bool own_known;
 } hr_activity;
 
 /* A new id for an activity at time_ms (0..HR_ACTIVITY_TIME_MAX) into out. */

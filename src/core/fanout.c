@@ -20,6 +20,7 @@
 #include "core/exec.h"
 #include "core/feed_job.h"
 #include "core/feeds_internal.h"
+#include "core/reaction_store.h"
 
 static _Atomic uint64_t entries_total, jobs_total;
 
@@ -364,6 +365,9 @@ static int run_remove(job_run *r, hr_err *err) {
         hr_feeds_remove_entries(r->f, b, act);
         rc = hr_core_exec(r->f->store, b, 0, "fan-out", err);
         hr_batch_free(b);
+        /* Its reactions go with it (idempotent, as a job run again must be). */
+        if (rc == HR_OK)
+            rc = hr_rs_purge(r->f->store, r->f->ns, hr_slice_of(act->id, HR_ACTIVITY_ID_LEN), err);
     }
     if (rc == HR_OK && act->fanned_followers)
         rc =

@@ -16,6 +16,7 @@
 #include "core/feed_job.h"
 #include "core/feeds_internal.h"
 #include "core/feeds_memo.h"
+#include "core/reaction_store.h"
 
 /* ---- Keys ---- */
 
@@ -208,6 +209,11 @@ void hr_feeds_remove_entries(const hr_feeds *f, hr_batch *b, const hr_activity *
 
 /* ---- Reading bodies ---- */
 
+/* hr_rs_counts_keys's callback: the key is read for the page pm keeps. */
+static void stamp_key(hr_slice key, void *pm) {
+    hr_page_memo_stamp(pm, key);
+}
+
 /* Decode the body read by op `op` of b: HR_OK with *live true for an
  * activity, *live false for a missing or deleted one. */
 static int body_result(const hr_batch *b, size_t op, hr_slice id, hr_arena *a, hr_activity *out, bool *live,
@@ -242,10 +248,17 @@ int hr_feeds_get(hr_feeds *f, hr_slice id, hr_arena *a, hr_activity *out, hr_err
     memset(out, 0, sizeof *out);
     if (!hr_activity_id_valid(id))
         return hr_err_set(err, HR_ENOTFOUND, "no activity '%.*s'", (int)id.len, id.ptr);
-    int state;
-    int rc = hr_feeds_body_state(f, id, a, out, &state, err);
-    if (rc == HR_OK && state != HR_BODY_LIVE)
-        rc = hr_err_set(err, HR_ENOTFOUND, "no activity '%.*s'", (int)id.len, id.ptr);
+    hr_buf k = HR_BUF_INIT;
+    hr_batch *b = hr_batch_new();
+    size_t op = hr_get(b, hr_feeds_body_key(f, id, &k));
+    size_t counts = hr_rs_counts_read(b, f->ns, id, hr_slice_of(NULL, 0), &k);
+    int rc = hr_core_exec(f->store, b, 0, "activity", err);
+    bool live = false;
+    if (rc == HR_OK) rc = body_result(b, op, id, a, out, &live, err);
+    if (rc == HR_OK && !live) rc = hr_err_set(err, HR_ENOTFOUND, "no activity '%.*s'", (int)id.len, id.ptr);
+    if (rc == HR_OK) hr_rs_counts_fill(b, counts, false, a, out);
+    hr_batch_free(b);
+    hr_buf_free(&k);
     return rc;
 }
 
@@ -685,18 +698,21 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
             m = want;
             more = true;
         }
-        /* The bodies, in one multi-get. */
+        /* The bodies and their reactions' counts, in one multi-get. */
         hr_batch_reset(b);
+        size_t stride = req->reader.len ? 3 : 2;
         for (size_t i = 0; i < m; i++) {
             hr_slice body_key = hr_feeds_body_key(f, all[i].member, &k);
             hr_page_memo_stamp(memo, body_key);
             hr_get(b, body_key);
+            if (memo->on) hr_rs_counts_keys(f->ns, all[i].member, req->reader, stamp_key, memo);
+            hr_rs_counts_read(b, f->ns, all[i].member, req->reader, &k);
         }
         rc = hr_core_exec(f->store, b, 0, "feed", err);
         for (size_t i = 0; rc == HR_OK && i < m; i++) {
             hr_activity act;
             bool live;
-            rc = body_result(b, i, all[i].member, a, &act, &live, err);
+            rc = body_result(b, i * stride, all[i].member, a, &act, &live, err);
             if (rc != HR_OK) break;
             scanned++;
             pos.set = true;
@@ -708,8 +724,9 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
                 skip--;
                 continue;
             }
+            hr_rs_counts_fill(b, i * stride + 1, req->reader.len > 0, a, &act);
             out->items[out->n++] = act;
-            hr_page_memo_item(memo, all[i].member, hr_batch_result(b, i)->value);
+            hr_page_memo_item(memo, all[i].member, hr_batch_result(b, i * stride)->value, &act);
             if (out->n == req->limit || pos.count >= plan->max_items) {
                 more = more || i + 1 < m;
                 break;
@@ -730,6 +747,8 @@ int hr_feeds_read(hr_feeds *f, hr_feed_kind kind, hr_slice id, const hr_feed_req
     memset(out, 0, sizeof *out);
     if (!hr_ident_valid(id))
         return hr_err_set(err, HR_EINVAL, "%s must be an identifier", kind == HR_FEED_GROUP ? "gid" : "uid");
+    if (req->reader.len && !hr_ident_valid(req->reader))
+        return hr_err_set(err, HR_EINVAL, "reader must be an identifier");
     hr_buf k = HR_BUF_INIT;
     page_plan plan = {
         .after_ms = req->after_ms, .max_items = SIZE_MAX, .scan_max = SIZE_MAX, .first_big = SIZE_MAX};
@@ -749,9 +768,10 @@ int hr_feeds_read(hr_feeds *f, hr_feed_kind kind, hr_slice id, const hr_feed_req
         plan.big_key = hr_arena_copy(a, hr_feeds_user_key(f, id, "/big", &k));
     }
     hr_buf_free(&k);
-    /* Kept (feeds_memo.h): a home timeline's first page, with no bounds. */
+    /* Kept (feeds_memo.h): a home timeline's first page, with no bounds,
+     * read by its owner (whose own reactions it shows). */
     bool kept = kind == HR_FEED_TIMELINE && f->pages && req->cursor == NULL && req->offset == 0 &&
-                req->before_ms == INT64_MAX && req->after_ms == INT64_MIN;
+                req->before_ms == INT64_MAX && req->after_ms == INT64_MIN && hr_slice_eq(req->reader, id);
     if (!kept) return read_page(f, &plan, req, now_ms, a, out, err);
     if (hr_page_memo_get(f->pages, id, req->limit, now_ms, a, &out->items, &out->n, &out->next_cursor))
         return HR_OK;
@@ -777,6 +797,8 @@ int hr_feeds_query(hr_feeds *f, const hr_activity *filter, const hr_feed_req *re
     for (size_t i = 0; i < 4; i++)
         if (fields[i].v.len && !hr_ident_valid(fields[i].v))
             return hr_err_set(err, HR_EINVAL, "%s must be an identifier", fields[i].name);
+    if (req->reader.len && !hr_ident_valid(req->reader))
+        return hr_err_set(err, HR_EINVAL, "reader must be an identifier");
     /* Read the list most likely to be short: an actor's or an object's
      * activities before a target's, and a verb's (often huge) last. */
     hr_buf k = HR_BUF_INIT;

@@ -111,6 +111,9 @@ typedef struct hr_feed_req {
     int64_t before_ms;  /* INT64_MAX: none */
     int64_t after_ms;   /* INT64_MIN: none */
     const char *cursor; /* NULL or a next_cursor */
+    /* Who reads the page (empty: nobody named): each activity then also
+     * says which kinds of reaction the reader gave it (own_reactions). */
+    hr_slice reader;
 } hr_feed_req;
 
 #define HR_FEED_PAGE_MAX 1000

@@ -17,7 +17,9 @@
  * to read on past deleted activities is not kept.
  *
  * VALUE: u32 items, u32 cursor length, the cursor, then per item its id
- * (HR_ACTIVITY_ID_LEN bytes), u32 body length and the body. */
+ * (HR_ACTIVITY_ID_LEN bytes), u32 body length and the body, u32 length and
+ * its reactions' counts (core/reaction_store.h, hr_rs_counts_encode). The
+ * counts' keys are stamped with the rest: a reaction drops the page. */
 #include "core/feeds_memo.h"
 
 #include <stdio.h>
@@ -25,6 +27,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "core/reaction_store.h"
 
 static hr_slice memo_key(hr_slice uid, size_t limit, hr_buf *k) {
     char digits[24];
@@ -69,8 +72,11 @@ bool hr_page_memo_get(hr_memo *pages, hr_slice uid, size_t limit, int64_t now_ms
         hr_err err = {0};
         if (hr_activity_decode(id, hr_slice_of(p, len), a, &(*items)[*n_items], &tomb, &err) != HR_OK || tomb)
             return false; /* cannot happen; the caller reads the store */
-        (*n_items)++;
         p += len;
+        size_t counts_len = read_u32(&p);
+        hr_rs_counts_decode(hr_slice_of(p, counts_len), a, &(*items)[*n_items]);
+        p += counts_len;
+        (*n_items)++;
     }
     return true;
 }
@@ -92,11 +98,16 @@ void hr_page_memo_entry(hr_page_memo *pm, int64_t expiry_ms) {
     if (expiry_ms && expiry_ms < pm->end_ms) pm->end_ms = expiry_ms;
 }
 
-void hr_page_memo_item(hr_page_memo *pm, hr_slice id, hr_slice body) {
+void hr_page_memo_item(hr_page_memo *pm, hr_slice id, hr_slice body, const hr_activity *act) {
     if (!pm->on) return;
     hr_buf_append_slice(&pm->items, id);
     append_u32(&pm->items, body.len);
     hr_buf_append_slice(&pm->items, body);
+    size_t at = pm->items.len;
+    append_u32(&pm->items, 0);
+    hr_rs_counts_encode(act, &pm->items);
+    uint32_t counts_len = (uint32_t)(pm->items.len - at - 4);
+    memcpy(pm->items.data + at, &counts_len, sizeof counts_len);
 }
 
 void hr_page_memo_put(hr_memo *pages, hr_slice uid, size_t limit, const hr_page_memo *pm, size_t n,

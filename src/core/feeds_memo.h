@@ -47,8 +47,9 @@ void hr_page_memo_stamp(hr_page_memo *pm, hr_slice key);
 /* An entry the page's reads returned, shown or not, that expires at
  * expiry_ms (0: never): the page holds until the oldest of them expires. */
 void hr_page_memo_entry(hr_page_memo *pm, int64_t expiry_ms);
-/* An item shown, with its body as stored (both copied), in page order. */
-void hr_page_memo_item(hr_page_memo *pm, hr_slice id, hr_slice body);
+/* An item shown, with its body as stored (both copied) and its reactions'
+ * counts as act holds them, in page order. */
+void hr_page_memo_item(hr_page_memo *pm, hr_slice id, hr_slice body, const hr_activity *act);
 /* Keep the page read, of n items (those given to hr_page_memo_item) and
  * next_cursor (borrowed; NULL: the last page), as uid's first page of
  * `limit` in pages, unless pm was turned off on the way. */

@@ -94,6 +94,7 @@ size_t drain(env *e) {
 
 const char *read_ids(env *e, hr_feed_kind kind, const char *who, size_t limit) {
     hr_feed_req req = {.limit = limit, .before_ms = INT64_MAX, .after_ms = INT64_MIN};
+    if (kind == HR_FEED_TIMELINE) req.reader = hr_slice_str(who); /* as the API reads it */
     hr_feed_page page;
     hr_err err = {0};
     cr_assert_eq(hr_feeds_read(e->feeds, kind, hr_slice_str(who), &req, e->now, &e->a, &page, &err), HR_OK,

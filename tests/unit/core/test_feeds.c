@@ -325,7 +325,11 @@ static uint64_t page_batches(env *e, const char *who, size_t limit, const char *
 /* who's home timeline page for req (its first page of limit, offset
  * `offset`), read at e->now. */
 static hr_feed_page timeline_page(env *e, const char *who, size_t limit, size_t offset) {
-    hr_feed_req req = {.limit = limit, .offset = offset, .before_ms = INT64_MAX, .after_ms = INT64_MIN};
+    hr_feed_req req = {.limit = limit,
+                       .offset = offset,
+                       .before_ms = INT64_MAX,
+                       .after_ms = INT64_MIN,
+                       .reader = hr_slice_str(who)};
     hr_feed_page page;
     hr_err err = {0};
     cr_assert_eq(
