@@ -107,6 +107,28 @@ static void add_last(hr_batch *b, void *ctx) {
     hr_buf_free(&k);
 }
 
+/* A like's state for the user: *was the count of likes read (NAN: none),
+ * and when it is 1 or more the like itself into *out. */
+static int like_state(hr_reactions *r, hr_slice aid, hr_slice user, hr_slice suf, hr_arena *a, double *was,
+                      hr_reaction *out, bool *found, hr_err *err) {
+    hr_buf k = HR_BUF_INIT;
+    hr_batch *b = hr_batch_new();
+    hr_zscore(b, hr_rs_key(r->ns, aid, "/o/", user, &k), hr_slice_str(LIKE));
+    hr_get(b, hr_rs_key(r->ns, aid, "/r/", suf, &k));
+    int rc = hr_core_exec(r->store, b, 0, "reaction", err);
+    const hr_result *own = hr_batch_result(b, 0), *rec = hr_batch_result(b, 1);
+    *was = rc == HR_OK && own->rc == HR_OK ? own->score : NAN;
+    *found = rc == HR_OK && *was >= 1 && rec->rc == HR_OK && reaction_of(aid, suf, rec->value, a, out);
+    hr_batch_free(b);
+    hr_buf_free(&k);
+    return rc;
+}
+
+/* Why one batch (on RocksDB; two round trips on Redis Cluster): the
+ * activity's body is read beside the writes rather than before them. A
+ * reaction to an activity that does not exist (or no longer) is invisible
+ * (every read of reactions reads the body too) and is removed at once; a
+ * like the user already made loses its guard and is read then. */
 int hr_reactions_add(hr_reactions *r, hr_slice aid, hr_slice user, hr_slice kind, hr_slice data,
                      int64_t now_ms, hr_arena *a, hr_reaction *out, bool *existing, hr_err *err) {
     *existing = false;
@@ -118,56 +140,61 @@ int hr_reactions_add(hr_reactions *r, hr_slice aid, hr_slice user, hr_slice kind
     if (data.len > HR_REACTION_DATA_MAX)
         return hr_err_set(err, HR_ETOOBIG, "data is over %d bytes", HR_REACTION_DATA_MAX);
     bool like = is_like(kind);
-    hr_buf k = HR_BUF_INIT, sufb = HR_BUF_INIT;
+    hr_buf k = HR_BUF_INIT, sufb = HR_BUF_INIT, rid = HR_BUF_INIT;
     if (like) {
         hr_buf_append_str(&sufb, LIKE ".");
         hr_buf_append_slice(&sufb, user);
+    } else {
+        char id[HR_ACTIVITY_ID_LEN + 1];
+        hr_activity_new_id(now_ms, id);
+        hr_buf_append(&sufb, id, HR_ACTIVITY_ID_LEN);
     }
+    hr_buf_append_slice(&rid, aid);
+    hr_buf_append_byte(&rid, '-');
+    hr_buf_append_slice(&rid, hr_buf_slice(&sufb));
+    hr_reaction x = {.activity_id = aid, .user = user, .kind = kind, .time_ms = now_ms, .data = data};
+    add_step step = {
+        .r = r, .x = &x, .suf = hr_buf_slice(&sufb), .like = like, .was = NAN, .record = HR_BUF_INIT};
+    hr_reaction_encode(&x, &step.record);
     hr_batch *b = hr_batch_new();
     rc = HR_ECONFLICT;
     for (int round = 0; round < ADD_ROUNDS && rc == HR_ECONFLICT; round++) {
         hr_batch_reset(b);
         hr_get(b, hr_rs_key(r->ns, aid, "", none, &k));
-        if (like) {
-            hr_zscore(b, hr_rs_key(r->ns, aid, "/o/", user, &k), kind);
-            hr_get(b, hr_rs_key(r->ns, aid, "/r/", hr_buf_slice(&sufb), &k));
-        }
-        rc = hr_core_exec(r->store, b, 0, "reaction", err);
-        if (rc == HR_OK) rc = activity_live(b, 0, aid, a, err);
-        if (rc != HR_OK) break;
-        const hr_result *own = like ? hr_batch_result(b, 1) : NULL;
-        double was = own && own->rc == HR_OK ? own->score : NAN;
-        if (like && was >= 1 && hr_batch_result(b, 2)->rc == HR_OK &&
-            reaction_of(aid, hr_buf_slice(&sufb), hr_batch_result(b, 2)->value, a, out)) {
-            *existing = true;
-            break;
-        }
-        if (!like) {
-            char id[HR_ACTIVITY_ID_LEN + 1];
-            hr_activity_new_id(now_ms, id);
-            hr_buf_clear(&sufb);
-            hr_buf_append(&sufb, id, HR_ACTIVITY_ID_LEN);
-        }
-        hr_reaction x = {.activity_id = aid, .user = user, .kind = kind, .time_ms = now_ms, .data = data};
-        add_step step = {
-            .r = r, .x = &x, .suf = hr_buf_slice(&sufb), .like = like, .was = was, .record = HR_BUF_INIT};
-        hr_reaction_encode(&x, &step.record);
         /* The user's lists first (reactions.h: their entry names the id). */
-        hr_batch_reset(b);
-        hr_buf rid = HR_BUF_INIT;
-        hr_buf_append_slice(&rid, aid);
-        hr_buf_append_byte(&rid, '-');
-        hr_buf_append_slice(&rid, step.suf);
         hr_tladd(b, hr_rs_user_key(r->ns, user, none, &k), now_ms, hr_buf_slice(&rid), 0);
         hr_tladd(b, hr_rs_user_key(r->ns, user, kind, &k), now_ms, hr_buf_slice(&rid), 0);
         rc = hr_core_write_last(r->store, b, add_last, &step, "reaction", err);
-        if (rc == HR_OK) reaction_of(aid, step.suf, hr_buf_slice(&step.record), a, out);
-        hr_buf_free(&rid);
-        hr_buf_free(&step.record);
+        if (rc != HR_OK && rc != HR_ECONFLICT) break;
+        if (activity_live(b, 0, aid, a, err) != HR_OK) {
+            hr_err ignored = {0};
+            if (rc == HR_OK) hr_rs_purge(r->store, r->ns, aid, &ignored);
+            rc = HR_ENOTFOUND;
+            break;
+        }
+        if (rc == HR_OK) {
+            reaction_of(aid, step.suf, hr_buf_slice(&step.record), a, out);
+            break;
+        }
+        /* A like's guard lost: the user has one (answer it), or had one
+         * and took it back (count 0: try again from there). Another kind's
+         * holds but for an id made twice in one millisecond. */
+        if (!like) break;
+        bool found = false;
+        rc = like_state(r, aid, user, step.suf, a, &step.was, out, &found, err);
+        if (rc == HR_OK && found) {
+            *existing = true;
+            break;
+        }
+        if (rc == HR_OK) rc = HR_ECONFLICT;
     }
+    if (rc == HR_ECONFLICT)
+        hr_err_set(err, HR_ECONFLICT, "too many concurrent reactions of this user; try again");
     hr_batch_free(b);
     hr_buf_free(&k);
     hr_buf_free(&sufb);
+    hr_buf_free(&rid);
+    hr_buf_free(&step.record);
     return rc;
 }
 

@@ -10,9 +10,10 @@
  * them, or a step that lost, leaves an entry there that names no reaction
  * (or one of another time), which reads of that list skip.
  *
- * Costs in round trips: an add 2 (a read; the writes) on RocksDB, 3 on
- * Redis Cluster (the user's list, then the step); a delete 3; a list of an
- * activity's or a user's reactions 2. */
+ * Costs in round trips: an add 1 on RocksDB (the activity's body is read in
+ * the same batch), 2 on Redis Cluster (the body and the user's list, then
+ * the step), one more for a like the user already made; a delete 3; a
+ * list of an activity's or a user's reactions 2. */
 #ifndef HR_REACTIONS_H
 #define HR_REACTIONS_H
 
