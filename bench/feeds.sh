@@ -21,6 +21,7 @@
 #      over 2,000 pages read from the store: measured first, before 4)
 #   6. create-to-visible delay for a 450-follower actor, p50 / p99, measured
 #      while wrk keeps reading timelines (bench/feeds_probe.py)
+#   4b. the same page with enrich=true, once every user has a profile
 #   7. likes over HTTP: random users like 1,000 new activities
 #      (bench/reactions_post.lua, wrk at 64 connections)
 #
@@ -150,6 +151,10 @@ measure() {
         c1=$(cache_counts)
         KEPT[$name]+="; after every reader read theirs once: $(hit_share "$c0" "$c1")"
     fi
+    # The same page enriched (enrich=true), every user having a profile.
+    COMMANDS+=("$PY bench/feeds_probe.py profiles $HERALD_URL $users 0")
+    "$PY" bench/feeds_probe.py profiles "$HERALD_URL" "$users" 0
+    BENCH_TIMELINE_QUERY="&enrich=true" run_wrk "herald timeline page, enriched ($name)" "$CONNS" bench/timeline.lua "$HERALD_URL"
     log "kept pages ($name): ${KEPT[$name]}"
     # The probe runs while wrk reads timelines at 64 connections.
     wrk -t"$WRK_THREADS" -c"$CONNS" -d"$(( PROBES / 5 + 30 ))s" -s bench/timeline.lua "$HERALD_URL" >"$TMP/wrk-bg.txt" 2>&1 &
@@ -210,6 +215,10 @@ page_rows() {
         echo "| $label: the same page once every reader has read it (kept in memory) | $kt req/s, p50 $(field "herald timeline page, kept ($name)" 3) ms, p99 $(field "herald timeline page, kept ($name)" 4) ms | |"
         echo "| $label: timeline / nginx, pages kept | $(awk -v a="$kt" -v b="$ng" 'BEGIN { printf "%.2f", a / b }') | >= 0.5, p99 <= 5 ms |"
     fi
+    local plain=$(field "herald timeline page, kept ($name)" 4)
+    [ -n "$plain" ] || plain=$(field "herald timeline page ($name)" 4)
+    local enr=$(field "herald timeline page, enriched ($name)" 4)
+    echo "| $label: the same page with enrich=true (every actor has a profile) | $(field "herald timeline page, enriched ($name)" 2) req/s, p50 $(field "herald timeline page, enriched ($name)" 3) ms, p99 $enr ms: $(awk -v a="$enr" -v b="$plain" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else printf "?" }') x the plain page's p99 | <= 1.3x |"
     echo "| $label: pages answered from memory | ${KEPT[$name]} | |"
     echo "| $label: page cost | ${COST[$name]} | O(1) range reads + 1 multi-get + 1 per big account |"
     echo "| $label: create-to-visible, 450 followers, under load | ${DELAY[$name]} | |"

@@ -6,6 +6,7 @@ herald holding a `herald load` dataset of N users (u0..u{N-1}).
                       before and after PAGES pages of random users, read one at
                       a time (where herald keeps first pages in memory, the
                       store's work is divided by the pages it read, its misses)
+  profiles URL N 0    give every dataset user a small profile (for enrich=true)
   activities URL N K  create K activities by random dataset users and print
                       their ids, one a line (bench/reactions_post.lua likes them)
   delay URL N PROBES  create-to-visible delay for an actor with 450 followers:
@@ -87,6 +88,13 @@ def activities(url, n, k):
         print(r.json()["id"])
 
 
+def profiles(url, n, _):
+    s = requests.Session()
+    for u in range(n):
+        r = s.put(f"{url}{API}/users/u{u}/profile", json={"name": f"User {u}", "avatar": f"https://example.com/{u}.png"})
+        r.raise_for_status()
+
+
 if __name__ == "__main__":
     what, url, n, k = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    {"cost": cost, "delay": delay, "activities": activities}[what](url, n, k)
+    {"cost": cost, "delay": delay, "activities": activities, "profiles": profiles}[what](url, n, k)

@@ -210,6 +210,7 @@ static int serve(int argc, char **argv) {
     hr_fanout *fanout = NULL;
     hr_reading *reading = NULL;
     hr_reactions *reactions = NULL;
+    hr_profiles *profiles = NULL;
     hr_http_server *server = NULL;
     if (status != 0) goto done;
 
@@ -294,6 +295,7 @@ static int serve(int argc, char **argv) {
     hr_reading_options reading_opts = {.ns = "", .ttl_ms = cfg.reading_ttl};
     reading = hr_reading_new(store, graph, &reading_opts);
     reactions = hr_reactions_new(store, feeds, "");
+    profiles = hr_profiles_new(store, "");
     hr_app app = {.store = store,
                   .counters = counters,
                   .config = &cfg,
@@ -303,7 +305,8 @@ static int serve(int argc, char **argv) {
                   .graph = graph,
                   .feeds = feeds,
                   .reading = reading,
-                  .reactions = reactions};
+                  .reactions = reactions,
+                  .profiles = profiles};
 
     hr_http_config hcfg = {0};
     hcfg.host = host;
@@ -338,6 +341,7 @@ done:
     hr_http_stop(server);
     hr_fanout_stop(fanout);
     hr_reactions_free(reactions);
+    hr_profiles_free(profiles);
     hr_reading_free(reading);
     hr_feeds_free(feeds);
     hr_graph_free(graph);

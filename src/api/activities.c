@@ -84,7 +84,25 @@ static void reply_activity(hr_request *req, unsigned status, const hr_activity *
     hr_reply_json_text(req, status, &out);
 }
 
-static void reply_page(hr_request *req, const hr_feed_page *page) {
+/* "included": {"users": {id: profile}, "groups": {...}, "objects": {...}}. */
+static void included_write(hr_jw *w, const hr_included *inc) {
+    static const char *const names[] = {"users", "groups", "objects"};
+    hr_jw_key(w, "included");
+    hr_jw_open(w, '{');
+    for (int kind = 0; kind < 3; kind++) {
+        hr_jw_key(w, names[kind]);
+        hr_jw_open(w, '{');
+        for (size_t i = 0; i < inc->of[kind].n; i++) {
+            hr_jw_key_str(w, inc->of[kind].ids[i]);
+            hr_jw_raw(w, inc->of[kind].json[i]);
+        }
+        hr_jw_close(w, '}');
+    }
+    hr_jw_close(w, '}');
+}
+
+/* A page of activities; inc (NULL: not enriched) the profiles it names. */
+static void reply_page(hr_request *req, const hr_feed_page *page, const hr_included *inc) {
     hr_buf out = HR_BUF_INIT;
     hr_buf_reserve(&out, 256 + page->n * 256);
     hr_jw w = hr_jw_start(&out);
@@ -93,8 +111,33 @@ static void reply_page(hr_request *req, const hr_feed_page *page) {
         activity_write(&w, &page->items[i]);
         hr_jw_close(&w, '}');
     }
-    hr_jw_page_close(&w, page->next_cursor);
+    hr_jw_close(&w, ']');
+    if (page->next_cursor) {
+        hr_jw_key(&w, "next_cursor");
+        hr_jw_str(&w, hr_slice_str(page->next_cursor));
+    }
+    if (inc) included_write(&w, inc);
+    hr_jw_close(&w, '}');
     hr_reply_json_text(req, 200, &out);
+}
+
+/* enrich=true|false (default false). */
+static int enrich_query(hr_request *req, bool *on, hr_err *err) {
+    const char *v = hr_req_query(req, "enrich");
+    *on = v && strcmp(v, "true") == 0;
+    if (v && !*on && strcmp(v, "false") != 0)
+        return hr_err_set(err, HR_EINVAL, "enrich must be true or false");
+    return HR_OK;
+}
+
+/* Answer a page read with rc, enriched when the query asks. */
+static void reply_read(hr_request *req, int rc, bool enrich, const hr_feed_page *page, hr_err *err) {
+    const hr_app *app = hr_req_app(req);
+    hr_included inc;
+    if (rc == HR_OK && enrich)
+        rc = hr_profiles_include(app->profiles, page->items, page->n, hr_req_arena(req), &inc, err);
+    if (rc != HR_OK) return hr_reply_error(req, rc, err);
+    reply_page(req, page, enrich ? &inc : NULL);
 }
 
 /* ---- Input ---- */
@@ -247,14 +290,15 @@ static void feed(hr_request *req, hr_feed_kind kind, const char *param) {
     hr_err err = {0};
     hr_feed_req fr;
     hr_feed_page page;
+    bool enrich = false;
     int rc = feed_query(req, &fr, &err);
+    if (rc == HR_OK) rc = enrich_query(req, &enrich, &err);
     /* A home timeline is read by its owner (the route lets no one else). */
     if (rc == HR_OK && kind == HR_FEED_TIMELINE) fr.reader = hr_req_param(req, param);
     if (rc == HR_OK)
         rc = hr_feeds_read(app->feeds, kind, hr_req_param(req, param), &fr, hr_now_ms(), hr_req_arena(req),
                            &page, &err);
-    if (rc != HR_OK) return hr_reply_error(req, rc, &err);
-    reply_page(req, &page);
+    reply_read(req, rc, enrich, &page, &err);
 }
 
 void hr_api_user_feed(hr_request *req) {
@@ -273,7 +317,9 @@ void hr_api_activities_query(hr_request *req) {
     hr_feed_req fr;
     hr_feed_page page;
     hr_activity filter = {0};
+    bool enrich = false;
     int rc = feed_query(req, &fr, &err);
+    if (rc == HR_OK) rc = enrich_query(req, &enrich, &err);
     const char *names[] = {"actor", "verb", "object", "target"};
     hr_slice *slots[] = {&filter.actor, &filter.verb, &filter.object, &filter.target};
     for (size_t i = 0; rc == HR_OK && i < 4; i++) {
@@ -286,6 +332,5 @@ void hr_api_activities_query(hr_request *req) {
     }
     if (rc == HR_OK)
         rc = hr_feeds_query(app->feeds, &filter, &fr, hr_now_ms(), hr_req_arena(req), &page, &err);
-    if (rc != HR_OK) return hr_reply_error(req, rc, &err);
-    reply_page(req, &page);
+    reply_read(req, rc, enrich, &page, &err);
 }

@@ -15,6 +15,7 @@
 #include "core/feeds.h"
 #include "core/graph.h"
 #include "core/members.h"
+#include "core/profiles.h"
 #include "core/ratings.h"
 #include "core/reactions.h"
 #include "core/reading.h"
@@ -35,6 +36,7 @@ typedef struct hr_app {
     hr_feeds *feeds;
     hr_reading *reading;
     hr_reactions *reactions;
+    hr_profiles *profiles;
 } hr_app;
 
 /* The paging arguments of a list (stories.c): since (ms), limit (1..1000,
@@ -105,6 +107,13 @@ void hr_api_reaction_add(hr_request *req);
 void hr_api_reactions_of_activity(hr_request *req);
 void hr_api_reactions_of_user(hr_request *req);
 void hr_api_reaction_delete(hr_request *req);
+void hr_api_user_profile_put(hr_request *req);
+void hr_api_user_profile_get(hr_request *req);
+void hr_api_group_profile_put(hr_request *req);
+void hr_api_group_profile_get(hr_request *req);
+void hr_api_object_put(hr_request *req);
+void hr_api_object_get(hr_request *req);
+void hr_api_object_delete(hr_request *req);
 void hr_api_healthz(hr_request *req);
 void hr_api_metrics(hr_request *req);
 

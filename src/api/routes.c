@@ -19,6 +19,9 @@
 #define ACTIVITY_BODY_MAX 2 /* placeholder: hr_api_routes sets it */
 /* Ratings, members and URLs are small JSON objects. */
 #define SMALL_BODY_MAX 16384
+/* Profiles (4 KiB) and objects (16 KiB) are limited as compact JSON, which
+ * the sent text may exceed by its spaces and escapes. */
+#define PROFILE_BODY_MAX (6 * 16384 + 4096)
 /* friends-reads: 100 URLs of up to 2 KiB (escaped up to 6x) and, from the
  * admin, 5,000 friend ids of up to 128 bytes. */
 #define READS_BODY_MAX (2u << 20)
@@ -76,6 +79,16 @@ static const hr_route routes[] = {
     {"GET", "/api/v1/activities/{id}/reactions", hr_api_reactions_of_activity, HR_ACCESS_ANY, NULL, 0},
     {"GET", "/api/v1/users/{uid}/reactions", hr_api_reactions_of_user, HR_ACCESS_ANY, NULL, 0},
     {"DELETE", "/api/v1/reactions/{id}", hr_api_reaction_delete, HR_ACCESS_ANY, NULL, 0},
+
+    /* Profiles and objects */
+    {"PUT", "/api/v1/users/{uid}/profile", hr_api_user_profile_put, HR_ACCESS_SELF, "uid", PROFILE_BODY_MAX},
+    {"GET", "/api/v1/users/{uid}/profile", hr_api_user_profile_get, HR_ACCESS_ANY, NULL, 0},
+    {"PUT", "/api/v1/groups/{gid}/profile", hr_api_group_profile_put, HR_ACCESS_ADMIN, NULL,
+     PROFILE_BODY_MAX},
+    {"GET", "/api/v1/groups/{gid}/profile", hr_api_group_profile_get, HR_ACCESS_ANY, NULL, 0},
+    {"PUT", "/api/v1/objects/{oid}", hr_api_object_put, HR_ACCESS_ADMIN, NULL, PROFILE_BODY_MAX},
+    {"GET", "/api/v1/objects/{oid}", hr_api_object_get, HR_ACCESS_ANY, NULL, 0},
+    {"DELETE", "/api/v1/objects/{oid}", hr_api_object_delete, HR_ACCESS_ADMIN, NULL, 0},
 
     /* Social reading */
     {"PUT", "/api/v1/reading/sites/{domain}", hr_api_reading_site_put, HR_ACCESS_ADMIN, NULL, 0},
