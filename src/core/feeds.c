@@ -209,9 +209,24 @@ void hr_feeds_remove_entries(const hr_feeds *f, hr_batch *b, const hr_activity *
 
 /* ---- Reading bodies ---- */
 
-/* hr_rs_counts_keys's callback: the key is read for the page pm keeps. */
-static void stamp_key(hr_slice key, void *pm) {
-    hr_page_memo_stamp(pm, key);
+/* The kinds the reader gave each of the page's activities that has
+ * reactions (reaction_store.h says why after the bodies), in one batch b
+ * (reset) when there are any. */
+static int read_own(hr_feeds *f, hr_slice reader, hr_feed_page *out, hr_page_memo *memo, hr_batch *b,
+                    hr_arena *a, hr_err *err) {
+    hr_buf k = HR_BUF_INIT;
+    hr_batch_reset(b);
+    for (size_t i = 0; i < out->n; i++) {
+        out->items[i].own_known = true;
+        if (out->items[i].n_counts == 0) continue;
+        hr_rs_own_read(b, f->ns, hr_slice_of(out->items[i].id, HR_ACTIVITY_ID_LEN), reader, &k);
+        hr_page_memo_stamp(memo, hr_buf_slice(&k));
+    }
+    int rc = hr_batch_len(b) ? hr_core_exec(f->store, b, 0, "feed", err) : HR_OK;
+    for (size_t i = 0, op = 0; rc == HR_OK && hr_batch_len(b) && i < out->n; i++)
+        if (out->items[i].n_counts) hr_rs_own_fill(b, op++, a, &out->items[i]);
+    hr_buf_free(&k);
+    return rc;
 }
 
 /* Decode the body read by op `op` of b: HR_OK with *live true for an
@@ -251,12 +266,12 @@ int hr_feeds_get(hr_feeds *f, hr_slice id, hr_arena *a, hr_activity *out, hr_err
     hr_buf k = HR_BUF_INIT;
     hr_batch *b = hr_batch_new();
     size_t op = hr_get(b, hr_feeds_body_key(f, id, &k));
-    size_t counts = hr_rs_counts_read(b, f->ns, id, hr_slice_of(NULL, 0), &k);
+    size_t counts = hr_rs_counts_read(b, f->ns, id, &k);
     int rc = hr_core_exec(f->store, b, 0, "activity", err);
     bool live = false;
     if (rc == HR_OK) rc = body_result(b, op, id, a, out, &live, err);
     if (rc == HR_OK && !live) rc = hr_err_set(err, HR_ENOTFOUND, "no activity '%.*s'", (int)id.len, id.ptr);
-    if (rc == HR_OK) hr_rs_counts_fill(b, counts, false, a, out);
+    if (rc == HR_OK) hr_rs_counts_fill(b, counts, a, out);
     hr_batch_free(b);
     hr_buf_free(&k);
     return rc;
@@ -621,6 +636,8 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
     hr_batch *b = hr_batch_new();
     hr_buf k = HR_BUF_INIT;
     hr_page_memo off = {0}, *memo = plan->memo ? plan->memo : &off;
+    hr_slice *bodies =
+        memo->on ? hr_arena_alloc(a, req->limit * sizeof *bodies) : NULL; /* as stored, to keep */
     for (int round = 0; rc == HR_OK && round < READ_ROUNDS && more && out->n < req->limit; round++) {
         if (pos.count >= plan->max_items || scanned >= plan->scan_max) break;
         if (round > 0) memo->on = false; /* kept pages are read in one round */
@@ -700,19 +717,18 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
         }
         /* The bodies and their reactions' counts, in one multi-get. */
         hr_batch_reset(b);
-        size_t stride = req->reader.len ? 3 : 2;
         for (size_t i = 0; i < m; i++) {
             hr_slice body_key = hr_feeds_body_key(f, all[i].member, &k);
             hr_page_memo_stamp(memo, body_key);
             hr_get(b, body_key);
-            if (memo->on) hr_rs_counts_keys(f->ns, all[i].member, req->reader, stamp_key, memo);
-            hr_rs_counts_read(b, f->ns, all[i].member, req->reader, &k);
+            hr_rs_counts_read(b, f->ns, all[i].member, &k);
+            hr_page_memo_stamp(memo, hr_buf_slice(&k));
         }
         rc = hr_core_exec(f->store, b, 0, "feed", err);
         for (size_t i = 0; rc == HR_OK && i < m; i++) {
             hr_activity act;
             bool live;
-            rc = body_result(b, i * stride, all[i].member, a, &act, &live, err);
+            rc = body_result(b, 2 * i, all[i].member, a, &act, &live, err);
             if (rc != HR_OK) break;
             scanned++;
             pos.set = true;
@@ -724,15 +740,18 @@ static int read_page(hr_feeds *f, page_plan *plan, const hr_feed_req *req, int64
                 skip--;
                 continue;
             }
-            hr_rs_counts_fill(b, i * stride + 1, req->reader.len > 0, a, &act);
+            hr_rs_counts_fill(b, 2 * i + 1, a, &act);
+            if (memo->on) bodies[out->n] = hr_arena_copy(a, hr_batch_result(b, 2 * i)->value);
             out->items[out->n++] = act;
-            hr_page_memo_item(memo, all[i].member, hr_batch_result(b, i * stride)->value, &act);
             if (out->n == req->limit || pos.count >= plan->max_items) {
                 more = more || i + 1 < m;
                 break;
             }
         }
     }
+    if (rc == HR_OK && req->reader.len) rc = read_own(f, req->reader, out, memo, b, a, err);
+    for (size_t i = 0; rc == HR_OK && memo->on && i < out->n; i++)
+        hr_page_memo_item(memo, hr_slice_of(out->items[i].id, HR_ACTIVITY_ID_LEN), bodies[i], &out->items[i]);
     if (rc == HR_OK && more && pos.count < plan->max_items && pos.set) {
         pos.skip = skip;
         out->next_cursor = cursor_encode(a, &pos);

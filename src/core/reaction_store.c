@@ -77,11 +77,14 @@ bool hr_reaction_id_split(hr_slice id, hr_slice *aid, hr_slice *suf) {
     return hr_activity_id_valid(*aid) && suf_valid(*suf);
 }
 
-size_t hr_rs_counts_read(hr_batch *b, const char *ns, hr_slice aid, hr_slice reader, hr_buf *k) {
+size_t hr_rs_counts_read(hr_batch *b, const char *ns, hr_slice aid, hr_buf *k) {
     hr_zrange_spec all = hr_zrange_all(false, HR_ZRANGE_LIMIT_MAX);
-    size_t op = hr_zrange(b, hr_rs_key(ns, aid, "/rc", hr_slice_of(NULL, 0), k), &all);
-    if (reader.len) hr_zrange(b, hr_rs_key(ns, aid, "/o/", reader, k), &all);
-    return op;
+    return hr_zrange(b, hr_rs_key(ns, aid, "/rc", hr_slice_of(NULL, 0), k), &all);
+}
+
+size_t hr_rs_own_read(hr_batch *b, const char *ns, hr_slice aid, hr_slice reader, hr_buf *k) {
+    hr_zrange_spec all = hr_zrange_all(false, HR_ZRANGE_LIMIT_MAX);
+    return hr_zrange(b, hr_rs_key(ns, aid, "/o/", reader, k), &all);
 }
 
 /* The members of a count set with a count above 0, copied into a. */
@@ -98,26 +101,18 @@ static size_t positive(const hr_result *r, hr_arena *a, hr_reaction_count **out)
     return n;
 }
 
-void hr_rs_counts_fill(const hr_batch *b, size_t op, bool with_reader, hr_arena *a, hr_activity *act) {
+void hr_rs_counts_fill(const hr_batch *b, size_t op, hr_arena *a, hr_activity *act) {
     act->n_counts = positive(hr_batch_result(b, op), a, &act->counts);
-    act->own_known = with_reader;
-    act->n_own = 0;
-    act->own = NULL;
-    if (!with_reader) return;
+}
+
+void hr_rs_own_fill(const hr_batch *b, size_t op, hr_arena *a, hr_activity *act) {
     hr_reaction_count *mine;
-    size_t n = positive(hr_batch_result(b, op + 1), a, &mine);
+    size_t n = positive(hr_batch_result(b, op), a, &mine);
     act->own = n ? hr_arena_alloc(a, n * sizeof *act->own) : NULL;
     for (size_t i = 0; i < n; i++)
         act->own[i] = mine[i].kind;
     act->n_own = n;
-}
-
-void hr_rs_counts_keys(const char *ns, hr_slice aid, hr_slice reader, void (*fn)(hr_slice, void *),
-                       void *ctx) {
-    hr_buf k = HR_BUF_INIT;
-    fn(hr_rs_key(ns, aid, "/rc", hr_slice_of(NULL, 0), &k), ctx);
-    if (reader.len) fn(hr_rs_key(ns, aid, "/o/", reader, &k), ctx);
-    hr_buf_free(&k);
+    act->own_known = true;
 }
 
 /* LAYOUT: u8 own_known, u32 counts, per count u8 kind length, kind, i64;

@@ -55,15 +55,17 @@ bool hr_reaction_decode(hr_slice v, hr_reaction *r);
  * not that form. */
 bool hr_reaction_id_split(hr_slice id, hr_slice *aid, hr_slice *suf);
 
-/* The reads of one activity's counts (and, with a non-empty reader, of the
- * kinds the reader reacted with), added to b beside its body: returns the
- * first op's index; hr_rs_counts_fill reads their results into *act. */
-size_t hr_rs_counts_read(hr_batch *b, const char *ns, hr_slice aid, hr_slice reader, hr_buf *k);
-void hr_rs_counts_fill(const hr_batch *b, size_t op, bool with_reader, hr_arena *a, hr_activity *act);
-/* The keys hr_rs_counts_read reads, for callers that stamp what they read:
- * fn(key, ctx) for each. */
-void hr_rs_counts_keys(const char *ns, hr_slice aid, hr_slice reader, void (*fn)(hr_slice, void *),
-                       void *ctx);
+/* The read of one activity's counts, added to b beside its body (no extra
+ * round trip): returns its op; hr_rs_counts_fill reads the result into
+ * *act. */
+size_t hr_rs_counts_read(hr_batch *b, const char *ns, hr_slice aid, hr_buf *k);
+void hr_rs_counts_fill(const hr_batch *b, size_t op, hr_arena *a, hr_activity *act);
+/* The read of the kinds reader gave an activity. Only an activity with
+ * counts can have any, so a page reads them after its bodies, for those
+ * alone: most activities of most pages have none, and a read per activity
+ * would cost every page. hr_rs_own_fill sets act's own kinds (own_known). */
+size_t hr_rs_own_read(hr_batch *b, const char *ns, hr_slice aid, hr_slice reader, hr_buf *k);
+void hr_rs_own_fill(const hr_batch *b, size_t op, hr_arena *a, hr_activity *act);
 
 /* An activity's counts and own kinds as bytes, for a page kept in memory,
  * and back. */
