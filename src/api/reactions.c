@@ -81,30 +81,28 @@ static int list_query(hr_request *req, hr_slice *kind, hr_list_req *lr, hr_err *
     return hr_api_list_query(req, lr, err);
 }
 
-void hr_api_reactions_of_activity(hr_request *req) {
+/* A list of an activity's reactions, or (of_user) a user's. */
+static void list(hr_request *req, bool of_user) {
     hr_app *app = hr_req_app(req);
     hr_err err = {0};
     hr_slice kind;
     hr_list_req lr;
     hr_reaction_page page;
+    hr_arena *a = hr_req_arena(req);
     int rc = list_query(req, &kind, &lr, &err);
-    if (rc == HR_OK)
-        rc = hr_reactions_of_activity(app->reactions, hr_req_param(req, "id"), kind, &lr, hr_req_arena(req),
-                                      &page, &err);
+    if (rc == HR_OK && of_user)
+        rc = hr_reactions_of_user(app->reactions, hr_req_param(req, "uid"), kind, &lr, hr_now_ms(), a, &page,
+                                  &err);
+    else if (rc == HR_OK)
+        rc = hr_reactions_of_activity(app->reactions, hr_req_param(req, "id"), kind, &lr, a, &page, &err);
     if (rc != HR_OK) return hr_reply_error(req, rc, &err);
     reply_page(req, &page);
 }
 
+void hr_api_reactions_of_activity(hr_request *req) {
+    list(req, false);
+}
+
 void hr_api_reactions_of_user(hr_request *req) {
-    hr_app *app = hr_req_app(req);
-    hr_err err = {0};
-    hr_slice kind;
-    hr_list_req lr;
-    hr_reaction_page page;
-    int rc = list_query(req, &kind, &lr, &err);
-    if (rc == HR_OK)
-        rc = hr_reactions_of_user(app->reactions, hr_req_param(req, "uid"), kind, &lr, hr_now_ms(),
-                                  hr_req_arena(req), &page, &err);
-    if (rc != HR_OK) return hr_reply_error(req, rc, &err);
-    reply_page(req, &page);
+    list(req, true);
 }
