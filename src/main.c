@@ -294,7 +294,7 @@ static int serve(int argc, char **argv) {
     }
     hr_reading_options reading_opts = {.ns = "", .ttl_ms = cfg.reading_ttl};
     reading = hr_reading_new(store, graph, &reading_opts);
-    reactions = hr_reactions_new(store, feeds, "");
+    reactions = hr_reactions_new(store, "");
     profiles = hr_profiles_new(store, "");
     hr_app app = {.store = store,
                   .counters = counters,

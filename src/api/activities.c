@@ -111,11 +111,7 @@ static void reply_page(hr_request *req, const hr_feed_page *page, const hr_inclu
         activity_write(&w, &page->items[i]);
         hr_jw_close(&w, '}');
     }
-    hr_jw_close(&w, ']');
-    if (page->next_cursor) {
-        hr_jw_key(&w, "next_cursor");
-        hr_jw_str(&w, hr_slice_str(page->next_cursor));
-    }
+    hr_jw_page_end(&w, page->next_cursor);
     if (inc) included_write(&w, inc);
     hr_jw_close(&w, '}');
     hr_reply_json_text(req, 200, &out);
@@ -168,10 +164,6 @@ int hr_api_acts_as(hr_request *req, hr_slice user, hr_err *err) {
     const hr_principal *p = hr_req_principal(req);
     if (p->admin || hr_slice_eq(user, hr_slice_str(p->user))) return HR_OK;
     return hr_err_set(err, HR_EFORBIDDEN, "this token acts only as user '%s'", p->user);
-}
-
-static int check_actor(hr_request *req, hr_slice actor, hr_err *err) {
-    return hr_api_acts_as(req, actor, err);
 }
 
 static int query_time(hr_request *req, const char *name, int64_t *out, hr_err *err) {
@@ -232,7 +224,7 @@ void hr_api_activity_create(hr_request *req) {
     if (rc == HR_OK)
         rc = hr_json_int_field(body, "time", false, 1, HR_ACTIVITY_TIME_MAX, &time_ms, NULL, &err);
     if (rc == HR_OK) rc = data_field(req, body, &in.data, &err);
-    if (rc == HR_OK) rc = check_actor(req, in.actor, &err);
+    if (rc == HR_OK) rc = hr_api_acts_as(req, in.actor, &err);
     in.time_ms = time_ms;
     hr_activity out;
     bool duplicate = false;
@@ -265,7 +257,7 @@ void hr_api_activity_update(hr_request *req) {
     if (rc == HR_OK) rc = hr_json_ident_field(body, "object", false, &object, &err);
     if (rc == HR_OK) rc = data_field(req, body, &data, &err);
     if (rc == HR_OK) rc = hr_feeds_get(app->feeds, hr_req_param(req, "id"), hr_req_arena(req), &cur, &err);
-    if (rc == HR_OK) rc = check_actor(req, cur.actor, &err);
+    if (rc == HR_OK) rc = hr_api_acts_as(req, cur.actor, &err);
     if (rc == HR_OK)
         rc = hr_feeds_update(app->feeds, hr_req_param(req, "id"), has_object ? &object : NULL, data,
                              hr_req_arena(req), &out, &err);
@@ -279,7 +271,7 @@ void hr_api_activity_delete(hr_request *req) {
     hr_err err = {0};
     hr_activity cur;
     int rc = hr_feeds_get(app->feeds, hr_req_param(req, "id"), hr_req_arena(req), &cur, &err);
-    if (rc == HR_OK) rc = check_actor(req, cur.actor, &err);
+    if (rc == HR_OK) rc = hr_api_acts_as(req, cur.actor, &err);
     if (rc == HR_OK) rc = hr_feeds_delete(app->feeds, hr_req_param(req, "id"), hr_now_ms(), &err);
     if (rc != HR_OK) return hr_reply_error(req, rc, &err);
     hr_reply_json(req, 200, json_pack("{s:b}", "deleted", 1));

@@ -127,11 +127,15 @@ void hr_jw_page_open(hr_jw *w, const char *key) {
     hr_jw_open(w, '[');
 }
 
-void hr_jw_page_close(hr_jw *w, const char *next_cursor) {
+void hr_jw_page_end(hr_jw *w, const char *next_cursor) {
     hr_jw_close(w, ']');
     if (next_cursor) {
         hr_jw_key(w, "next_cursor");
         hr_jw_str(w, hr_slice_of(next_cursor, strlen(next_cursor)));
     }
+}
+
+void hr_jw_page_close(hr_jw *w, const char *next_cursor) {
+    hr_jw_page_end(w, next_cursor);
     hr_jw_close(w, '}');
 }

@@ -53,6 +53,9 @@ void hr_jw_real(hr_jw *w, double v); /* finite; written as jansson writes a real
  * writes up to the '[', close from the ']' on (no next_cursor when NULL). */
 void hr_jw_page_open(hr_jw *w, const char *key);
 void hr_jw_page_close(hr_jw *w, const char *next_cursor);
+/* close without the final '}', for a page with more members after its
+ * cursor (an enriched page's "included"). */
+void hr_jw_page_end(hr_jw *w, const char *next_cursor);
 /* A value that is JSON text already (stored compact by herald itself). */
 void hr_jw_raw(hr_jw *w, hr_slice json);
 

@@ -21,6 +21,18 @@ void hr_activity_new_id(int64_t time_ms, char out[HR_ACTIVITY_ID_LEN + 1]) {
     snprintf(out, HR_ACTIVITY_ID_LEN + 1, "%012llx%08x", (unsigned long long)time_ms, (unsigned)r);
 }
 
+hr_slice hr_activity_key(const char *ns, hr_slice id, const char *suffix, hr_slice tail, hr_buf *k) {
+    hr_buf_clear(k);
+    hr_buf_append_byte(k, '{');
+    hr_buf_append_str(k, ns);
+    hr_buf_append_str(k, "a/");
+    hr_buf_append_slice(k, id);
+    hr_buf_append_byte(k, '}');
+    hr_buf_append_str(k, suffix);
+    hr_buf_append_slice(k, tail);
+    return hr_buf_slice(k);
+}
+
 int64_t hr_activity_id_time(hr_slice id) {
     int64_t t = 0;
     for (size_t i = 0; i < 12; i++) /* new_id's 12 hex digits of time */

@@ -56,6 +56,12 @@ bool hr_activity_id_valid(hr_slice s);
 /* The time an id was made for (hr_activity_new_id); id must be valid. */
 int64_t hr_activity_id_time(hr_slice id);
 
+/* A key in the activity's hash tag: "{" ns "a/" id "}" suffix tail. With
+ * an empty suffix and tail it is the body's key (core/feeds.h); its
+ * reactions live beside it (core/reaction_store.h). Clears k and returns
+ * its contents. */
+hr_slice hr_activity_key(const char *ns, hr_slice id, const char *suffix, hr_slice tail, hr_buf *k);
+
 /* The group of an activity whose target is "group:GID" (GID non-empty), else
  * an empty slice. */
 hr_slice hr_activity_group(const hr_activity *a);

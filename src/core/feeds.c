@@ -28,10 +28,7 @@ static void open_tag(const hr_feeds *f, hr_buf *k, const char *kind) {
 }
 
 hr_slice hr_feeds_body_key(const hr_feeds *f, hr_slice id, hr_buf *k) {
-    open_tag(f, k, "a/");
-    hr_buf_append_slice(k, id);
-    hr_buf_append_byte(k, '}');
-    return hr_buf_slice(k);
+    return hr_activity_key(f->ns, id, "", hr_slice_of(NULL, 0), k);
 }
 
 hr_slice hr_feeds_user_key(const hr_feeds *f, hr_slice uid, const char *suffix, hr_buf *k) {
@@ -242,38 +239,40 @@ static int body_result(const hr_batch *b, size_t op, hr_slice id, hr_arena *a, h
     return rc;
 }
 
-int hr_feeds_body_state(hr_feeds *f, hr_slice id, hr_arena *a, hr_activity *out, int *state, hr_err *err) {
+/* The activity's body into *out and its state; with_counts, its
+ * reactions' counts too, in the same batch. */
+static int read_body(hr_feeds *f, hr_slice id, bool with_counts, hr_arena *a, hr_activity *out, int *state,
+                     hr_err *err) {
     memset(out, 0, sizeof *out);
     *state = HR_BODY_MISSING;
     hr_buf k = HR_BUF_INIT;
     hr_batch *b = hr_batch_new();
     size_t op = hr_get(b, hr_feeds_body_key(f, id, &k));
+    size_t counts = with_counts ? hr_rs_counts_read(b, f->ns, id, &k) : 0;
     int rc = hr_core_exec(f->store, b, 0, "activity", err);
     bool live = false;
     if (rc == HR_OK && hr_batch_result(b, op)->rc != HR_ENOTFOUND) {
         rc = body_result(b, op, id, a, out, &live, err);
         *state = live ? HR_BODY_LIVE : HR_BODY_DELETED;
     }
+    if (rc == HR_OK && live && with_counts) hr_rs_counts_fill(b, counts, a, out);
     hr_batch_free(b);
     hr_buf_free(&k);
     return rc;
+}
+
+int hr_feeds_body_state(hr_feeds *f, hr_slice id, hr_arena *a, hr_activity *out, int *state, hr_err *err) {
+    return read_body(f, id, false, a, out, state, err);
 }
 
 int hr_feeds_get(hr_feeds *f, hr_slice id, hr_arena *a, hr_activity *out, hr_err *err) {
     memset(out, 0, sizeof *out);
     if (!hr_activity_id_valid(id))
         return hr_err_set(err, HR_ENOTFOUND, "no activity '%.*s'", (int)id.len, id.ptr);
-    hr_buf k = HR_BUF_INIT;
-    hr_batch *b = hr_batch_new();
-    size_t op = hr_get(b, hr_feeds_body_key(f, id, &k));
-    size_t counts = hr_rs_counts_read(b, f->ns, id, &k);
-    int rc = hr_core_exec(f->store, b, 0, "activity", err);
-    bool live = false;
-    if (rc == HR_OK) rc = body_result(b, op, id, a, out, &live, err);
-    if (rc == HR_OK && !live) rc = hr_err_set(err, HR_ENOTFOUND, "no activity '%.*s'", (int)id.len, id.ptr);
-    if (rc == HR_OK) hr_rs_counts_fill(b, counts, a, out);
-    hr_batch_free(b);
-    hr_buf_free(&k);
+    int state;
+    int rc = read_body(f, id, true, a, out, &state, err);
+    if (rc == HR_OK && state != HR_BODY_LIVE)
+        rc = hr_err_set(err, HR_ENOTFOUND, "no activity '%.*s'", (int)id.len, id.ptr);
     return rc;
 }
 

@@ -7,18 +7,6 @@
 #include "common/ident.h"
 #include "core/exec.h"
 
-hr_slice hr_rs_key(const char *ns, hr_slice aid, const char *suffix, hr_slice tail, hr_buf *k) {
-    hr_buf_clear(k);
-    hr_buf_append_byte(k, '{');
-    hr_buf_append_str(k, ns);
-    hr_buf_append_str(k, "a/");
-    hr_buf_append_slice(k, aid);
-    hr_buf_append_byte(k, '}');
-    hr_buf_append_str(k, suffix);
-    hr_buf_append_slice(k, tail);
-    return hr_buf_slice(k);
-}
-
 hr_slice hr_rs_user_key(const char *ns, hr_slice uid, hr_slice kind, hr_buf *k) {
     hr_buf_clear(k);
     hr_buf_append_byte(k, '{');
@@ -69,6 +57,14 @@ static bool suf_valid(hr_slice suf) {
     return hr_activity_id_valid(suf);
 }
 
+hr_slice hr_reaction_id(hr_slice aid, hr_slice suf, hr_buf *k) {
+    hr_buf_clear(k);
+    hr_buf_append_slice(k, aid);
+    hr_buf_append_byte(k, '-');
+    hr_buf_append_slice(k, suf);
+    return hr_buf_slice(k);
+}
+
 bool hr_reaction_id_split(hr_slice id, hr_slice *aid, hr_slice *suf) {
     if (id.len < HR_ACTIVITY_ID_LEN + 2 || id.len > HR_REACTION_ID_MAX || id.ptr[HR_ACTIVITY_ID_LEN] != '-')
         return false;
@@ -79,12 +75,12 @@ bool hr_reaction_id_split(hr_slice id, hr_slice *aid, hr_slice *suf) {
 
 size_t hr_rs_counts_read(hr_batch *b, const char *ns, hr_slice aid, hr_buf *k) {
     hr_zrange_spec all = hr_zrange_all(false, HR_ZRANGE_LIMIT_MAX);
-    return hr_zrange(b, hr_rs_key(ns, aid, "/rc", hr_slice_of(NULL, 0), k), &all);
+    return hr_zrange(b, hr_activity_key(ns, aid, "/rc", hr_slice_of(NULL, 0), k), &all);
 }
 
 size_t hr_rs_own_read(hr_batch *b, const char *ns, hr_slice aid, hr_slice reader, hr_buf *k) {
     hr_zrange_spec all = hr_zrange_all(false, HR_ZRANGE_LIMIT_MAX);
-    return hr_zrange(b, hr_rs_key(ns, aid, "/o/", reader, k), &all);
+    return hr_zrange(b, hr_activity_key(ns, aid, "/o/", reader, k), &all);
 }
 
 /* The members of a count set with a count above 0, copied into a. */
@@ -165,7 +161,7 @@ static int purge_page(hr_store *s, const char *ns, hr_slice aid, hr_batch *b, bo
     hr_buf k = HR_BUF_INIT, rid = HR_BUF_INIT;
     hr_batch_reset(b);
     hr_zrange_spec first = hr_zrange_all(false, PURGE_PAGE);
-    hr_zrange(b, hr_rs_key(ns, aid, "/rx", hr_slice_of(NULL, 0), &k), &first);
+    hr_zrange(b, hr_activity_key(ns, aid, "/rx", hr_slice_of(NULL, 0), &k), &first);
     int rc = hr_core_exec(s, b, 0, "reactions", err);
     const hr_result *page = rc == HR_OK ? hr_batch_result(b, 0) : NULL;
     size_t n = page ? page->n_entries : 0;
@@ -173,7 +169,7 @@ static int purge_page(hr_store *s, const char *ns, hr_slice aid, hr_batch *b, bo
     if (n == 0) goto out;
     hr_batch *reads = hr_batch_new();
     for (size_t i = 0; i < n; i++)
-        hr_get(reads, hr_rs_key(ns, aid, "/r/", page->entries[i].member, &k));
+        hr_get(reads, hr_activity_key(ns, aid, "/r/", page->entries[i].member, &k));
     rc = hr_core_exec(s, reads, 0, "reactions", err);
     hr_batch *w = hr_batch_new();
     for (size_t i = 0; rc == HR_OK && i < n; i++) {
@@ -181,17 +177,14 @@ static int purge_page(hr_store *s, const char *ns, hr_slice aid, hr_batch *b, bo
         hr_reaction r;
         const hr_result *res = hr_batch_result(reads, i);
         if (res->rc == HR_OK && hr_reaction_decode(res->value, &r)) {
-            hr_buf_clear(&rid);
-            hr_buf_append_slice(&rid, aid);
-            hr_buf_append_byte(&rid, '-');
-            hr_buf_append_slice(&rid, suf);
+            hr_reaction_id(aid, suf, &rid);
             hr_tlrem(w, hr_rs_user_key(ns, r.user, hr_slice_of(NULL, 0), &k), r.time_ms, hr_buf_slice(&rid));
             hr_tlrem(w, hr_rs_user_key(ns, r.user, r.kind, &k), r.time_ms, hr_buf_slice(&rid));
-            hr_del(w, hr_rs_key(ns, aid, "/o/", r.user, &k));
-            hr_zrem(w, hr_rs_key(ns, aid, "/rx/", r.kind, &k), suf);
+            hr_del(w, hr_activity_key(ns, aid, "/o/", r.user, &k));
+            hr_zrem(w, hr_activity_key(ns, aid, "/rx/", r.kind, &k), suf);
         }
-        hr_del(w, hr_rs_key(ns, aid, "/r/", suf, &k));
-        hr_zrem(w, hr_rs_key(ns, aid, "/rx", hr_slice_of(NULL, 0), &k), suf);
+        hr_del(w, hr_activity_key(ns, aid, "/r/", suf, &k));
+        hr_zrem(w, hr_activity_key(ns, aid, "/rx", hr_slice_of(NULL, 0), &k), suf);
     }
     if (rc == HR_OK) rc = hr_core_exec(s, w, 0, "reactions", err);
     hr_batch_free(w);
@@ -210,7 +203,7 @@ int hr_rs_purge(hr_store *s, const char *ns, hr_slice aid, hr_err *err) {
         rc = purge_page(s, ns, aid, b, &more, err);
     if (rc == HR_OK) { /* what is left: the counts, and per-kind lists emptied above */
         hr_batch_reset(b);
-        hr_del(b, hr_rs_key(ns, aid, "/rc", hr_slice_of(NULL, 0), &k));
+        hr_del(b, hr_activity_key(ns, aid, "/rc", hr_slice_of(NULL, 0), &k));
         rc = hr_core_exec(s, b, 0, "reactions", err);
     }
     hr_buf_free(&k);

@@ -42,8 +42,9 @@ typedef struct hr_reaction {
     hr_slice data; /* JSON text, or empty */
 } hr_reaction;
 
-/* Keys. Each clears k and returns its contents. */
-hr_slice hr_rs_key(const char *ns, hr_slice aid, const char *suffix, hr_slice tail, hr_buf *k);
+/* The user's list of reactions (of one kind, unless kind is empty); the
+ * activity's keys are hr_activity_key's (core/activity.h). Clears k and
+ * returns its contents. */
 hr_slice hr_rs_user_key(const char *ns, hr_slice uid, hr_slice kind, hr_buf *k);
 
 /* The stored form of a reaction (its id, activity and SUF are in its key). */
@@ -51,6 +52,8 @@ void hr_reaction_encode(const hr_reaction *r, hr_buf *out);
 /* Decode v into *r (slices into v); false if v is not a reaction's. */
 bool hr_reaction_decode(hr_slice v, hr_reaction *r);
 
+/* A reaction's id, "AID-SUF", into k (cleared); returns its contents. */
+hr_slice hr_reaction_id(hr_slice aid, hr_slice suf, hr_buf *k);
 /* Split a reaction id into its activity's id and its SUF; false if it has
  * not that form. */
 bool hr_reaction_id_split(hr_slice id, hr_slice *aid, hr_slice *suf);

@@ -3,7 +3,6 @@
 
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "common/alloc.h"
 #include "common/ident.h"
@@ -15,16 +14,14 @@
 
 struct hr_reactions {
     hr_store *store;
-    hr_feeds *feeds;
     char *ns;
 };
 
 static const hr_slice none = {NULL, 0};
 
-hr_reactions *hr_reactions_new(hr_store *store, hr_feeds *feeds, const char *ns) {
+hr_reactions *hr_reactions_new(hr_store *store, const char *ns) {
     hr_reactions *r = hr_xcalloc(1, sizeof *r);
     r->store = store;
-    r->feeds = feeds;
     r->ns = hr_xstrdup(ns ? ns : "");
     return r;
 }
@@ -63,12 +60,11 @@ static int activity_live(const hr_batch *b, size_t op, hr_slice aid, hr_arena *a
 static bool reaction_of(hr_slice aid, hr_slice suf, hr_slice v, hr_arena *a, hr_reaction *out) {
     hr_reaction x;
     if (!hr_reaction_decode(v, &x)) return false;
-    char *id = hr_arena_alloc(a, aid.len + 1 + suf.len);
-    memcpy(id, aid.ptr, aid.len);
-    id[aid.len] = '-';
-    memcpy(id + aid.len + 1, suf.ptr, suf.len);
-    *out = (hr_reaction){.id = hr_slice_of(id, aid.len + 1 + suf.len),
-                         .activity_id = hr_slice_of(id, aid.len),
+    hr_buf k = HR_BUF_INIT;
+    hr_slice id = hr_arena_copy(a, hr_reaction_id(aid, suf, &k));
+    hr_buf_free(&k);
+    *out = (hr_reaction){.id = id,
+                         .activity_id = hr_slice_of(id.ptr, aid.len),
                          .user = hr_arena_copy(a, x.user),
                          .kind = hr_arena_copy(a, x.kind),
                          .time_ms = x.time_ms,
@@ -96,14 +92,14 @@ static void add_last(hr_batch *b, void *ctx) {
      * not in the list yet, which always holds; the guard makes the writes
      * after it one step on Redis Cluster too. */
     if (s->like)
-        hr_zguard(b, hr_rs_key(ns, aid, "/o/", s->x->user, &k), s->x->kind, s->was);
+        hr_zguard(b, hr_activity_key(ns, aid, "/o/", s->x->user, &k), s->x->kind, s->was);
     else
-        hr_zguard(b, hr_rs_key(ns, aid, "/rx", none, &k), s->suf, NAN);
-    hr_put(b, hr_rs_key(ns, aid, "/r/", s->suf, &k), hr_buf_slice(&s->record), 0);
-    hr_zadd(b, hr_rs_key(ns, aid, "/rx", none, &k), (double)s->x->time_ms, s->suf);
-    hr_zadd(b, hr_rs_key(ns, aid, "/rx/", s->x->kind, &k), (double)s->x->time_ms, s->suf);
-    hr_zincr(b, hr_rs_key(ns, aid, "/rc", none, &k), 1, s->x->kind);
-    hr_zincr(b, hr_rs_key(ns, aid, "/o/", s->x->user, &k), 1, s->x->kind);
+        hr_zguard(b, hr_activity_key(ns, aid, "/rx", none, &k), s->suf, NAN);
+    hr_put(b, hr_activity_key(ns, aid, "/r/", s->suf, &k), hr_buf_slice(&s->record), 0);
+    hr_zadd(b, hr_activity_key(ns, aid, "/rx", none, &k), (double)s->x->time_ms, s->suf);
+    hr_zadd(b, hr_activity_key(ns, aid, "/rx/", s->x->kind, &k), (double)s->x->time_ms, s->suf);
+    hr_zincr(b, hr_activity_key(ns, aid, "/rc", none, &k), 1, s->x->kind);
+    hr_zincr(b, hr_activity_key(ns, aid, "/o/", s->x->user, &k), 1, s->x->kind);
     hr_buf_free(&k);
 }
 
@@ -113,8 +109,8 @@ static int like_state(hr_reactions *r, hr_slice aid, hr_slice user, hr_slice suf
                       hr_reaction *out, bool *found, hr_err *err) {
     hr_buf k = HR_BUF_INIT;
     hr_batch *b = hr_batch_new();
-    hr_zscore(b, hr_rs_key(r->ns, aid, "/o/", user, &k), hr_slice_str(LIKE));
-    hr_get(b, hr_rs_key(r->ns, aid, "/r/", suf, &k));
+    hr_zscore(b, hr_activity_key(r->ns, aid, "/o/", user, &k), hr_slice_str(LIKE));
+    hr_get(b, hr_activity_key(r->ns, aid, "/r/", suf, &k));
     int rc = hr_core_exec(r->store, b, 0, "reaction", err);
     const hr_result *own = hr_batch_result(b, 0), *rec = hr_batch_result(b, 1);
     *was = rc == HR_OK && own->rc == HR_OK ? own->score : NAN;
@@ -149,9 +145,7 @@ int hr_reactions_add(hr_reactions *r, hr_slice aid, hr_slice user, hr_slice kind
         hr_activity_new_id(now_ms, id);
         hr_buf_append(&sufb, id, HR_ACTIVITY_ID_LEN);
     }
-    hr_buf_append_slice(&rid, aid);
-    hr_buf_append_byte(&rid, '-');
-    hr_buf_append_slice(&rid, hr_buf_slice(&sufb));
+    hr_reaction_id(aid, hr_buf_slice(&sufb), &rid);
     hr_reaction x = {.activity_id = aid, .user = user, .kind = kind, .time_ms = now_ms, .data = data};
     add_step step = {
         .r = r, .x = &x, .suf = hr_buf_slice(&sufb), .like = like, .was = NAN, .record = HR_BUF_INIT};
@@ -160,7 +154,7 @@ int hr_reactions_add(hr_reactions *r, hr_slice aid, hr_slice user, hr_slice kind
     rc = HR_ECONFLICT;
     for (int round = 0; round < ADD_ROUNDS && rc == HR_ECONFLICT; round++) {
         hr_batch_reset(b);
-        hr_get(b, hr_rs_key(r->ns, aid, "", none, &k));
+        hr_get(b, hr_activity_key(r->ns, aid, "", none, &k));
         /* The user's lists first (reactions.h: their entry names the id). */
         hr_tladd(b, hr_rs_user_key(r->ns, user, none, &k), now_ms, hr_buf_slice(&rid), 0);
         hr_tladd(b, hr_rs_user_key(r->ns, user, kind, &k), now_ms, hr_buf_slice(&rid), 0);
@@ -204,8 +198,8 @@ int hr_reactions_get(hr_reactions *r, hr_slice id, hr_arena *a, hr_reaction *out
         return hr_err_set(err, HR_ENOTFOUND, "no reaction %.*s", (int)id.len, id.ptr);
     hr_buf k = HR_BUF_INIT;
     hr_batch *b = hr_batch_new();
-    hr_get(b, hr_rs_key(r->ns, aid, "/r/", suf, &k));
-    hr_zscore(b, hr_rs_key(r->ns, aid, "/rx", none, &k), suf);
+    hr_get(b, hr_activity_key(r->ns, aid, "/r/", suf, &k));
+    hr_zscore(b, hr_activity_key(r->ns, aid, "/rx", none, &k), suf);
     int rc = hr_core_exec(r->store, b, 0, "reaction", err);
     if (rc == HR_OK) {
         const hr_result *rec = hr_batch_result(b, 0), *at = hr_batch_result(b, 1);
@@ -234,17 +228,17 @@ int hr_reactions_delete(hr_reactions *r, hr_slice id, hr_err *err) {
     /* One step: the entry must still be there, so two deletes count once.
      * The record is emptied in the step (a like made again at once writes
      * its own) and deleted after, only while it is still empty. */
-    hr_zguard(b, hr_rs_key(r->ns, aid, "/rx", none, &k), suf, (double)x.time_ms);
-    hr_zrem(b, hr_rs_key(r->ns, aid, "/rx", none, &k), suf);
-    hr_zrem(b, hr_rs_key(r->ns, aid, "/rx/", x.kind, &k), suf);
-    hr_zincr(b, hr_rs_key(r->ns, aid, "/rc", none, &k), -1, x.kind);
-    hr_zincr(b, hr_rs_key(r->ns, aid, "/o/", x.user, &k), -1, x.kind);
-    hr_put(b, hr_rs_key(r->ns, aid, "/r/", suf, &k), none, 0);
+    hr_zguard(b, hr_activity_key(r->ns, aid, "/rx", none, &k), suf, (double)x.time_ms);
+    hr_zrem(b, hr_activity_key(r->ns, aid, "/rx", none, &k), suf);
+    hr_zrem(b, hr_activity_key(r->ns, aid, "/rx/", x.kind, &k), suf);
+    hr_zincr(b, hr_activity_key(r->ns, aid, "/rc", none, &k), -1, x.kind);
+    hr_zincr(b, hr_activity_key(r->ns, aid, "/o/", x.user, &k), -1, x.kind);
+    hr_put(b, hr_activity_key(r->ns, aid, "/r/", suf, &k), none, 0);
     rc = hr_core_exec(r->store, b, 0, "reaction", err);
     if (rc == HR_ECONFLICT) rc = hr_err_set(err, HR_ENOTFOUND, "no reaction %.*s", (int)id.len, id.ptr);
     if (rc == HR_OK) {
         hr_batch_reset(b);
-        hr_del_if_equal(b, hr_rs_key(r->ns, aid, "/r/", suf, &k), none);
+        hr_del_if_equal(b, hr_activity_key(r->ns, aid, "/r/", suf, &k), none);
         hr_tlrem(b, hr_rs_user_key(r->ns, x.user, none, &k), x.time_ms, x.id);
         hr_tlrem(b, hr_rs_user_key(r->ns, x.user, x.kind, &k), x.time_ms, x.id);
         rc = hr_core_exec(r->store, b, 0, "reaction", err);
@@ -266,15 +260,17 @@ int hr_reactions_of_activity(hr_reactions *r, hr_slice aid, hr_slice kind, const
     if (rc != HR_OK) return rc;
     hr_buf k = HR_BUF_INIT;
     hr_batch *b = hr_batch_new(), *recs = hr_batch_new();
-    hr_get(b, hr_rs_key(r->ns, aid, "", none, &k));
-    hr_zrange(b, kind.len ? hr_rs_key(r->ns, aid, "/rx/", kind, &k) : hr_rs_key(r->ns, aid, "/rx", none, &k),
+    hr_get(b, hr_activity_key(r->ns, aid, "", none, &k));
+    hr_zrange(b,
+              kind.len ? hr_activity_key(r->ns, aid, "/rx/", kind, &k)
+                       : hr_activity_key(r->ns, aid, "/rx", none, &k),
               &spec);
     rc = hr_core_exec(r->store, b, 0, "reactions", err);
     if (rc == HR_OK) rc = activity_live(b, 0, aid, a, err);
     const hr_result *list = rc == HR_OK ? hr_batch_result(b, 1) : NULL;
     if (list && list->n_entries) {
         for (size_t i = 0; i < list->n_entries; i++)
-            hr_get(recs, hr_rs_key(r->ns, aid, "/r/", list->entries[i].member, &k));
+            hr_get(recs, hr_activity_key(r->ns, aid, "/r/", list->entries[i].member, &k));
         rc = hr_core_exec(r->store, recs, 0, "reactions", err);
         out->items = hr_arena_alloc(a, list->n_entries * sizeof *out->items);
         for (size_t i = 0; rc == HR_OK && i < list->n_entries; i++) {
@@ -323,9 +319,9 @@ int hr_reactions_of_user(hr_reactions *r, hr_slice uid, hr_slice kind, const hr_
     for (size_t i = 0; i < n; i++) {
         if (!hr_reaction_id_split(list->entries[i].member, &aids[i], &sufs[i])) aids[i] = none;
         if (aids[i].len == 0) continue;
-        hr_get(recs, hr_rs_key(r->ns, aids[i], "/r/", sufs[i], &k));
-        hr_zscore(recs, hr_rs_key(r->ns, aids[i], "/rx", none, &k), sufs[i]);
-        hr_get(recs, hr_rs_key(r->ns, aids[i], "", none, &k));
+        hr_get(recs, hr_activity_key(r->ns, aids[i], "/r/", sufs[i], &k));
+        hr_zscore(recs, hr_activity_key(r->ns, aids[i], "/rx", none, &k), sufs[i]);
+        hr_get(recs, hr_activity_key(r->ns, aids[i], "", none, &k));
     }
     if (hr_batch_len(recs)) rc = hr_core_exec(r->store, recs, 0, "reactions", err);
     out->items = n ? hr_arena_alloc(a, n * sizeof *out->items) : NULL;

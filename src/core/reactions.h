@@ -23,16 +23,16 @@
 #include "common/arena.h"
 #include "common/err.h"
 #include "common/slice.h"
-#include "core/feeds.h"
+#include "core/activity.h"
 #include "core/rank.h"
 #include "core/reaction_store.h"
 #include "store/store.h"
 
 typedef struct hr_reactions hr_reactions;
 
-/* Reactions to the activities of feeds (borrowed, as store); ns as the
- * feeds' (copied). */
-hr_reactions *hr_reactions_new(hr_store *store, hr_feeds *feeds, const char *ns);
+/* Reactions over store (borrowed) to the activities of the feeds of
+ * namespace ns (copied). */
+hr_reactions *hr_reactions_new(hr_store *store, const char *ns);
 void hr_reactions_free(hr_reactions *r);
 
 /* React as user with kind (an identifier of at most 64 bytes) to activity

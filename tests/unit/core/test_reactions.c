@@ -55,7 +55,7 @@ typedef void (*rcheck)(renv *x);
 static rcheck current;
 
 static void with_reactions(env *e) {
-    renv x = {.e = e, .r = hr_reactions_new(e->t.store, e->feeds, e->ns)};
+    renv x = {.e = e, .r = hr_reactions_new(e->t.store, e->ns)};
     current(&x);
     hr_reactions_free(x.r);
 }
@@ -211,7 +211,7 @@ static void deleting_the_activity_takes_its_reactions(renv *x) {
     hr_zrange_spec all = hr_zrange_all(false, 100);
     const char *sets[] = {"/rc", "/rx", "/rx/like", "/o/bob"};
     for (size_t i = 0; i < 4; i++)
-        hr_zrange(b, hr_rs_key(x->e->ns, hr_slice_str(a.id), sets[i], hr_slice_of(NULL, 0), &k), &all);
+        hr_zrange(b, hr_activity_key(x->e->ns, hr_slice_str(a.id), sets[i], hr_slice_of(NULL, 0), &k), &all);
     hr_tlrange_spec tl = hr_tlrange_all(100, x->e->now);
     hr_tlrange(b, hr_rs_user_key(x->e->ns, hr_slice_str("bob"), hr_slice_of(NULL, 0), &k), &tl);
     cr_assert_eq(hr_store_exec(x->e->t.store, b, 0, &err), HR_OK, "%s", err.msg);
